@@ -1,0 +1,1 @@
+"""zarrlake benchmarks (see README.md)."""

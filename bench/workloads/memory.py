@@ -1,0 +1,117 @@
+"""Workload 7: peak memory of a full read of workload 1's 16 KiB-chunk, uncompressed array.
+
+The read runs in a fresh Python process per system. The child imports everything and opens
+the array first, notes its peak RSS so far (``ru_maxrss``), reads the whole array into one
+NumPy array, and notes the peak again. Reported: the increase of the peak during the read as a
+multiple of the data size (the result array alone is 1.0x), and the child's total peak for
+reference. Uses workload 1's data when it ran in the same invocation, else writes its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+if __name__ == "__main__":  # child process: make ``bench`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from bench.common import (
+    MiB,
+    Result,
+    Settings,
+    clock,
+    create_handle,
+    field_data,
+    open_spec,
+    systems_for,
+    upper_target,
+)
+
+NAME = "memory"
+TITLE = "7. peak RSS of a full read (16 KiB chunks, uncompressed)"
+LIMIT = 1.5
+
+
+def child(spec_json: str) -> None:
+    import resource
+
+    import zarr
+
+    spec = json.loads(spec_json)
+    handle = open_spec(spec["spec"])
+    arr = zarr.open_array(handle.readonly_store(spec["version"]), path="a", mode="r")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    t0 = clock()
+    data = arr[:]
+    elapsed = clock() - t0
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(
+        json.dumps(
+            {"before": before, "after": after, "seconds": elapsed, "nbytes": int(data.nbytes)}
+        )
+    )
+
+
+def write_own(settings: Settings, system: str) -> dict[str, Any]:
+    import zarr
+
+    from bench.workloads.write_read import size_bytes
+
+    data = field_data(size_bytes(settings) // 4)
+    handle = create_handle(settings, system, "w7")
+    txn = handle.writable()
+    arr = zarr.create_array(
+        txn.store, name="a", shape=data.shape, chunks=(4096,), dtype="f4", compressors=None
+    )
+    arr[:] = data
+    version = txn.commit("write")
+    return {
+        "spec": handle.spec(),
+        "version": version,
+        "nbytes": data.nbytes,
+        "path": str(handle.path),
+    }
+
+
+def run(settings: Settings) -> list[Result]:
+    stored: dict[str, dict[str, Any]] = settings.shared.get("w1b", {})
+    results: list[Result] = []
+    repeats = 1 if settings.quick else 3
+    for system in systems_for(settings, postgres=False):
+        info = stored.get(system) or write_own(settings, system)
+        ratios: list[float] = []
+        totals: list[float] = []
+        for _ in range(repeats):
+            proc = subprocess.run(
+                [sys.executable, __file__, json.dumps(info)],
+                capture_output=True, text=True, check=False, env=os.environ.copy(),
+            )  # fmt: skip
+            if proc.returncode != 0:
+                raise RuntimeError(f"memory child for {system} failed:\n{proc.stderr[-2000:]}")
+            out = json.loads(proc.stdout.strip().splitlines()[-1])
+            ratios.append((out["after"] - out["before"]) / out["nbytes"])
+            totals.append(out["after"] / MiB)
+        case = f"{info['nbytes'] // MiB} MiB, {info['nbytes'] // 16384:,} chunks"
+        r = Result(
+            TITLE, case, "read peak increase / data", system, ratios, unit="x",
+            note=f"child peak RSS {min(totals):.0f} MiB in all",
+        )  # fmt: skip
+        if system.startswith("zarrlake"):
+            upper_target(r, LIMIT, f"<={LIMIT:g}x data")
+        results.append(r)
+        remove_path(info)
+    return results
+
+
+def remove_path(info: dict[str, Any]) -> None:
+    import shutil
+
+    shutil.rmtree(info["path"], ignore_errors=True)
+
+
+if __name__ == "__main__":
+    child(sys.argv[1])

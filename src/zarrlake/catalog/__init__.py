@@ -1,0 +1,21 @@
+"""The SQL catalog: schema, queries, compare-and-swap commits; SQLite and PostgreSQL."""
+
+from zarrlake.catalog.catalog import (
+    Catalog,
+    CommitRow,
+    RefLogRow,
+    SessionRow,
+    StagedRow,
+    catalog_for,
+)
+from zarrlake.catalog.schema import SCHEMA_VERSION
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Catalog",
+    "CommitRow",
+    "RefLogRow",
+    "SessionRow",
+    "StagedRow",
+    "catalog_for",
+]

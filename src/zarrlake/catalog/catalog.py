@@ -1,0 +1,902 @@
+"""The catalog: repos, commits, refs, sessions, staged changes and content-addressed nodes.
+
+One code path for SQLite and PostgreSQL (quirks in :mod:`zarrlake.catalog.dialect`). Every
+public method is one transaction. Branches move only by compare-and-swap::
+
+    UPDATE zl_refs SET commit_id = :new WHERE repo_id = :r AND name = :b AND commit_id = :old
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from zarrlake.catalog import dialect as dia
+from zarrlake.catalog.schema import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    blobs,
+    commits,
+    info,
+    metadata,
+    reads,
+    reflog,
+    refs,
+    repos,
+    sessions,
+    staged,
+)
+from zarrlake.errors import (
+    AlreadyExistsError,
+    CatalogError,
+    NotFoundError,
+    SchemaVersionError,
+    SessionClosedError,
+    SessionExpiredError,
+)
+
+__all__ = ["Catalog", "CommitRow", "RefLogRow", "SessionRow", "StagedRow", "catalog_for"]
+
+
+@dataclass(frozen=True, slots=True)
+class CommitRow:
+    id: str
+    parent_id: str | None
+    merge_parent_id: str | None
+    root_hash: bytes
+    changes_hash: bytes | None
+    author: str
+    message: str
+    meta: dict[str, Any]
+    created_at: float
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    id: str
+    repo_id: int
+    branch: str
+    base_commit: str
+    author: str
+    isolation: str
+    status: str
+    created_at: float
+    expires_at: float
+    commit_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class StagedRow:
+    path: str
+    kind: str
+    key: str
+    hash: bytes | None
+    length: int
+    inline: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class RefLogRow:
+    name: str
+    action: str
+    old_commit: str | None
+    new_commit: str | None
+    author: str
+    at: float
+    message: str
+
+
+_COMMIT_COLS = [
+    commits.c.id,
+    commits.c.parent_id,
+    commits.c.merge_parent_id,
+    commits.c.root_hash,
+    commits.c.changes_hash,
+    commits.c.author,
+    commits.c.message,
+    commits.c.meta,
+    commits.c.created_at,
+    commits.c.generation,
+]
+
+
+def _commit_row(r: Any) -> CommitRow:
+    return CommitRow(
+        r.id,
+        r.parent_id,
+        r.merge_parent_id,
+        bytes(r.root_hash),
+        None if r.changes_hash is None else bytes(r.changes_hash),
+        r.author,
+        r.message,
+        json.loads(r.meta),
+        float(r.created_at),
+        int(r.generation),
+    )
+
+
+def _session_row(r: Any) -> SessionRow:
+    return SessionRow(
+        r.id,
+        r.repo_id,
+        r.branch,
+        r.base_commit,
+        r.author,
+        r.isolation,
+        r.status,
+        float(r.created_at),
+        float(r.expires_at),
+        r.commit_id,
+    )
+
+
+class _CasLost(Exception):
+    """Internal: the branch moved; roll the transaction back."""
+
+
+_catalogs: dict[tuple[int, str], Catalog] = {}
+_catalogs_lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    # Pooled connections belong to the parent; the child must open its own (SQLAlchemy's
+    # documented recipe). Catalogs are keyed by pid, so the child builds new ones anyway.
+    for cat in list(_catalogs.values()):
+        cat.engine.dispose(close=False)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def catalog_for(url: str) -> Catalog:
+    """The process-wide :class:`Catalog` for a URL (one engine per process and URL)."""
+    key = (os.getpid(), url)
+    with _catalogs_lock:
+        cat = _catalogs.get(key)
+        if cat is None:
+            cat = _catalogs[key] = Catalog(url)
+        return cat
+
+
+class Catalog:
+    """A connection to one catalog database (which may hold many repos)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        try:
+            self.engine = dia.make_engine(url)
+        except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ImportError) as exc:
+            raise CatalogError(
+                f"cannot use catalog URL {url!r}: {exc}. Use sqlite:///path/to/file.db or "
+                "postgresql+psycopg://user@host/db (pip install 'zarrlake[postgres]')"
+            ) from exc
+        self.dialect = self.engine.dialect.name
+        self._now = dia.now_sql(self.dialect)
+        self._upsert_staged = dia.upsert(staged, self.dialect, ["hash", "length", "inline"])
+        self._insert_blob = dia.insert_ignore(blobs, self.dialect)
+        self._insert_read = dia.insert_ignore(reads, self.dialect)
+        self._ensure_schema()
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    @contextmanager
+    def _tx(self, write: bool = False) -> Iterator[sa.Connection]:
+        """One transaction; translates driver errors to :class:`CatalogError` (cause kept).
+
+        Lock waits are the database's job (SQLite's busy timeout, PostgreSQL's row locks).
+        """
+        try:
+            with self.engine.connect() as conn:
+                if write:
+                    conn = conn.execution_options(zl_write=True)
+                with conn.begin():
+                    yield conn
+        except sa.exc.DBAPIError as exc:
+            raise CatalogError(f"catalog {self._safe_url()} failed: {exc.orig}") from exc
+
+    def _safe_url(self) -> str:
+        return sa.make_url(self.url).render_as_string(hide_password=True)
+
+    def now(self, conn: sa.Connection) -> float:
+        return float(conn.execute(self._now).scalar_one())
+
+    def clock(self) -> float:
+        """The catalog's current time (epoch seconds)."""
+        with self._tx() as conn:
+            return self.now(conn)
+
+    def _ensure_schema(self) -> None:
+        try:
+            with self.engine.connect() as conn:
+                has = sa.inspect(conn).has_table("zl_info")
+            if has:
+                self._check_version()
+                return
+            with self._tx(write=True) as conn:
+                dia.schema_lock(conn)
+                metadata.create_all(conn, checkfirst=True)
+                conn.execute(
+                    dia.insert_ignore(info, self.dialect),
+                    {"key": "schema_version", "value": str(SCHEMA_VERSION)},
+                )
+        except sa.exc.DBAPIError as exc:
+            raise CatalogError(f"cannot open catalog {self._safe_url()}: {exc.orig}") from exc
+        self._check_version()
+
+    def _check_version(self) -> None:
+        with self._tx() as conn:
+            v = conn.execute(sa.select(info.c.value).where(info.c.key == "schema_version")).scalar()
+        version = int(v or 0)
+        if version > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"catalog schema version {version} is newer than this zarrlake supports "
+                f"({SCHEMA_VERSION}); upgrade zarrlake"
+            )
+        if version < SCHEMA_VERSION:
+            self.migrate()
+
+    def migrate(self) -> int:
+        """Upgrade the catalog schema to this release's version; returns the version."""
+        with self._tx(write=True) as conn:
+            dia.schema_lock(conn)
+            v = int(
+                conn.execute(sa.select(info.c.value).where(info.c.key == "schema_version")).scalar()
+                or 0
+            )
+            while v < SCHEMA_VERSION:
+                MIGRATIONS[v + 1](conn)
+                v += 1
+            conn.execute(sa.update(info).where(info.c.key == "schema_version").values(value=str(v)))
+        return v
+
+    # -- repos ---------------------------------------------------------------------------------
+
+    def create_repo(
+        self,
+        name: str,
+        storage: str,
+        root_hash: bytes,
+        root_data: bytes,
+        commit_id: str,
+        author: str,
+    ) -> int:
+        """Create a repo with its initial (empty) commit and its ``main`` branch."""
+        with self._tx(write=True) as conn:
+            if conn.execute(sa.select(repos.c.id).where(repos.c.name == name)).first():
+                raise AlreadyExistsError(
+                    f"repo {name!r} already exists in this catalog; use Repo.open"
+                )
+            now = self.now(conn)
+            repo_id = int(
+                conn.execute(
+                    sa.insert(repos)
+                    .values(name=name, storage=storage, created_at=now)
+                    .returning(repos.c.id)
+                ).scalar_one()
+            )
+            self._put_blobs(conn, repo_id, {root_hash: ("root", root_data)}, now)
+            conn.execute(
+                sa.insert(commits).values(
+                    repo_id=repo_id,
+                    id=commit_id,
+                    parent_id=None,
+                    root_hash=root_hash,
+                    changes_hash=None,
+                    author=author,
+                    message="Repository initialized",
+                    meta="{}",
+                    created_at=now,
+                    generation=0,
+                )
+            )
+            conn.execute(
+                sa.insert(refs).values(
+                    repo_id=repo_id, name="main", kind="branch", commit_id=commit_id, updated_at=now
+                )
+            )
+            self._log_ref(conn, repo_id, "main", "create", None, commit_id, author, now, "")
+            return repo_id
+
+    def get_repo(self, name: str) -> tuple[int, str]:
+        with self._tx() as conn:
+            row = conn.execute(
+                sa.select(repos.c.id, repos.c.storage).where(repos.c.name == name)
+            ).first()
+        if row is None:
+            raise NotFoundError(
+                f"no repo {name!r} in catalog {self._safe_url()}; "
+                f"existing: {self.list_repos() or 'none'} (create one with Repo.create)"
+            )
+        return int(row.id), str(row.storage)
+
+    def list_repos(self) -> list[str]:
+        with self._tx() as conn:
+            return [r[0] for r in conn.execute(sa.select(repos.c.name).order_by(repos.c.name))]
+
+    # -- content-addressed nodes ---------------------------------------------------------------
+
+    def _put_blobs(
+        self, conn: sa.Connection, repo_id: int, items: dict[bytes, tuple[str, bytes]], now: float
+    ) -> None:
+        if items:
+            conn.execute(
+                self._insert_blob,
+                [
+                    {"repo_id": repo_id, "hash": h, "kind": k, "data": d, "created_at": now}
+                    for h, (k, d) in items.items()
+                ],
+            )
+
+    def put_blobs(self, repo_id: int, items: dict[bytes, tuple[str, bytes]]) -> None:
+        with self._tx(write=True) as conn:
+            self._put_blobs(conn, repo_id, items, self.now(conn))
+
+    def get_blob(self, repo_id: int, h: bytes) -> bytes:
+        with self._tx() as conn:
+            data = conn.execute(
+                sa.select(blobs.c.data).where(blobs.c.repo_id == repo_id, blobs.c.hash == h)
+            ).scalar()
+        if data is None:
+            raise CatalogError(f"catalog node {h.hex()} is missing; run repo.fsck()")
+        return bytes(data)
+
+    # -- commits -------------------------------------------------------------------------------
+
+    def get_commit(self, repo_id: int, commit_id: str) -> CommitRow:
+        with self._tx() as conn:
+            row = conn.execute(
+                sa.select(*_COMMIT_COLS).where(
+                    commits.c.repo_id == repo_id, commits.c.id == commit_id
+                )
+            ).first()
+        if row is None:
+            raise NotFoundError(f"no commit {commit_id!r} in this repo")
+        return _commit_row(row)
+
+    def commits_with_prefix(self, repo_id: int, prefix: str, limit: int = 2) -> list[str]:
+        with self._tx() as conn:
+            return [
+                r[0]
+                for r in conn.execute(
+                    sa.select(commits.c.id)
+                    .where(
+                        commits.c.repo_id == repo_id,
+                        commits.c.id.startswith(prefix, autoescape=True),
+                    )
+                    .limit(limit)
+                )
+            ]
+
+    def ancestry(self, repo_id: int, head: str, limit: int | None = None) -> list[CommitRow]:
+        """``head`` and its first-parent ancestors, newest first (one recursive query)."""
+        base = sa.select(*_COMMIT_COLS).where(commits.c.repo_id == repo_id, commits.c.id == head)
+        chain = base.cte("chain", recursive=True)
+        step = sa.select(*_COMMIT_COLS).join(
+            chain, sa.and_(commits.c.repo_id == repo_id, commits.c.id == chain.c.parent_id)
+        )
+        chain = chain.union_all(step)
+        q = sa.select(chain).order_by(chain.c.generation.desc())
+        if limit is not None:
+            q = q.limit(limit)
+        with self._tx() as conn:
+            return [_commit_row(r) for r in conn.execute(q)]
+
+    def commits_between(self, repo_id: int, base: str, head: str) -> list[CommitRow] | None:
+        """First-parent commits after ``base`` up to ``head`` (oldest first).
+
+        ``None`` if ``base`` is not a first-parent ancestor of ``head`` (the branch was reset).
+        """
+        if base == head:
+            return []
+        with self._tx() as conn:
+            gen = conn.execute(
+                sa.select(commits.c.generation).where(
+                    commits.c.repo_id == repo_id, commits.c.id == base
+                )
+            ).scalar()
+        if gen is None:
+            return None
+        out: list[CommitRow] = []
+        cursor: str | None = head
+        # Walk in pages: the distance is usually a handful of commits.
+        while cursor is not None:
+            page = self.ancestry(repo_id, cursor, limit=256)
+            for row in page:
+                if row.id == base:
+                    out.reverse()
+                    return out
+                if row.generation <= gen:
+                    return None
+                out.append(row)
+            cursor = page[-1].parent_id if page else None
+        return None
+
+    # -- refs ----------------------------------------------------------------------------------
+
+    def get_ref(self, repo_id: int, name: str) -> tuple[str, str] | None:
+        """(kind, commit id) of a ref, or ``None``."""
+        with self._tx() as conn:
+            row = conn.execute(
+                sa.select(refs.c.kind, refs.c.commit_id).where(
+                    refs.c.repo_id == repo_id, refs.c.name == name
+                )
+            ).first()
+        return None if row is None else (row.kind, row.commit_id)
+
+    def list_refs(self, repo_id: int, kind: str) -> dict[str, str]:
+        with self._tx() as conn:
+            return {
+                r.name: r.commit_id
+                for r in conn.execute(
+                    sa.select(refs.c.name, refs.c.commit_id)
+                    .where(refs.c.repo_id == repo_id, refs.c.kind == kind)
+                    .order_by(refs.c.name)
+                )
+            }
+
+    def create_ref(self, repo_id: int, name: str, kind: str, commit_id: str, author: str) -> None:
+        with self._tx(write=True) as conn:
+            existing = conn.execute(
+                sa.select(refs.c.kind).where(refs.c.repo_id == repo_id, refs.c.name == name)
+            ).scalar()
+            if existing is not None:
+                raise AlreadyExistsError(f"a {existing} named {name!r} already exists")
+            if not conn.execute(
+                sa.select(commits.c.id).where(
+                    commits.c.repo_id == repo_id, commits.c.id == commit_id
+                )
+            ).first():
+                raise NotFoundError(f"no commit {commit_id!r} in this repo")
+            now = self.now(conn)
+            conn.execute(
+                sa.insert(refs).values(
+                    repo_id=repo_id, name=name, kind=kind, commit_id=commit_id, updated_at=now
+                )
+            )
+            self._log_ref(conn, repo_id, name, "create", None, commit_id, author, now, "")
+
+    def delete_ref(self, repo_id: int, name: str, kind: str, author: str) -> str:
+        with self._tx(write=True) as conn:
+            old = conn.execute(
+                sa.select(refs.c.commit_id).where(
+                    refs.c.repo_id == repo_id, refs.c.name == name, refs.c.kind == kind
+                )
+            ).scalar()
+            if old is None:
+                raise NotFoundError(f"no {kind} named {name!r}")
+            conn.execute(sa.delete(refs).where(refs.c.repo_id == repo_id, refs.c.name == name))
+            self._log_ref(conn, repo_id, name, "delete", old, None, author, self.now(conn), "")
+            return str(old)
+
+    def move_branch(
+        self,
+        repo_id: int,
+        name: str,
+        expected: str,
+        new: str,
+        author: str,
+        action: str,
+        message: str = "",
+    ) -> bool:
+        """Compare-and-swap a branch (explicit resets); ``False`` if it was not at ``expected``."""
+        with self._tx(write=True) as conn:
+            if not conn.execute(
+                sa.select(commits.c.id).where(commits.c.repo_id == repo_id, commits.c.id == new)
+            ).first():
+                raise NotFoundError(f"no commit {new!r} in this repo")
+            now = self.now(conn)
+            if not self._cas(conn, repo_id, name, expected, new, now):
+                return False
+            self._log_ref(conn, repo_id, name, action, expected, new, author, now, message)
+            return True
+
+    def _cas(
+        self, conn: sa.Connection, repo_id: int, name: str, old: str, new: str, now: float
+    ) -> bool:
+        res = conn.execute(
+            sa.update(refs)
+            .where(
+                refs.c.repo_id == repo_id,
+                refs.c.name == name,
+                refs.c.kind == "branch",
+                refs.c.commit_id == old,
+            )
+            .values(commit_id=new, updated_at=now)
+        )
+        return res.rowcount == 1
+
+    def _log_ref(
+        self,
+        conn: sa.Connection,
+        repo_id: int,
+        name: str,
+        action: str,
+        old: str | None,
+        new: str | None,
+        author: str,
+        now: float,
+        message: str,
+    ) -> None:
+        conn.execute(
+            sa.insert(reflog).values(
+                repo_id=repo_id,
+                name=name,
+                action=action,
+                old_commit=old,
+                new_commit=new,
+                author=author,
+                at=now,
+                message=message,
+            )
+        )
+
+    def reflog(self, repo_id: int, name: str, limit: int | None = None) -> list[RefLogRow]:
+        """Moves of a ref, newest first."""
+        q = (
+            sa.select(reflog)
+            .where(reflog.c.repo_id == repo_id, reflog.c.name == name)
+            .order_by(reflog.c.id.desc())
+        )
+        if limit is not None:
+            q = q.limit(limit)
+        with self._tx() as conn:
+            return [
+                RefLogRow(
+                    r.name, r.action, r.old_commit, r.new_commit, r.author, float(r.at), r.message
+                )
+                for r in conn.execute(q)
+            ]
+
+    def ref_at(self, repo_id: int, name: str, at: float) -> str | None:
+        """The commit a ref pointed to at time ``at`` (from the ref log)."""
+        with self._tx() as conn:
+            row = conn.execute(
+                sa.select(reflog.c.new_commit)
+                .where(reflog.c.repo_id == repo_id, reflog.c.name == name, reflog.c.at <= at)
+                .order_by(reflog.c.id.desc())
+                .limit(1)
+            ).first()
+        return None if row is None else row.new_commit
+
+    # -- the commit transaction ---------------------------------------------------------------
+
+    def commit(
+        self,
+        repo_id: int,
+        session_id: str,
+        branch: str,
+        base: str,
+        row: CommitRow,
+        new_blobs: dict[bytes, tuple[str, bytes]],
+    ) -> float | None:
+        """Insert a commit and move ``branch`` from ``base`` to it, atomically.
+
+        Returns the commit time on success, ``None`` when the branch is no longer at ``base``.
+        The session must still be open and unexpired; it is closed in the same transaction.
+        """
+        try:
+            return self._commit(repo_id, session_id, branch, base, row, new_blobs)
+        except _CasLost:
+            return None
+
+    def _commit(
+        self,
+        repo_id: int,
+        session_id: str,
+        branch: str,
+        base: str,
+        row: CommitRow,
+        new_blobs: dict[bytes, tuple[str, bytes]],
+    ) -> float | None:
+        with self._tx(write=True) as conn:
+            now = self.now(conn)
+            self._check_session(conn, session_id, now)
+            head = conn.execute(
+                sa.select(refs.c.commit_id)
+                .where(refs.c.repo_id == repo_id, refs.c.name == branch, refs.c.kind == "branch")
+                .with_for_update()
+            ).scalar()
+            if head is None:
+                raise NotFoundError(f"branch {branch!r} no longer exists")
+            if head != base:
+                return None
+            now = self._insert_commit(conn, repo_id, branch, base, row, new_blobs)
+            conn.execute(
+                sa.update(sessions)
+                .where(sessions.c.id == session_id)
+                .values(status="committed", commit_id=row.id)
+            )
+            conn.execute(sa.delete(staged).where(staged.c.session_id == session_id))
+            conn.execute(sa.delete(reads).where(reads.c.session_id == session_id))
+            return now
+
+    def insert_commit(
+        self,
+        repo_id: int,
+        branch: str,
+        base: str,
+        row: CommitRow,
+        new_blobs: dict[bytes, tuple[str, bytes]],
+    ) -> float | None:
+        """Like :meth:`commit` without a session (merges, reverts); CAS on ``branch``."""
+        try:
+            with self._tx(write=True) as conn:
+                return self._insert_commit(conn, repo_id, branch, base, row, new_blobs)
+        except _CasLost:
+            return None
+
+    def _insert_commit(
+        self,
+        conn: sa.Connection,
+        repo_id: int,
+        branch: str,
+        base: str,
+        row: CommitRow,
+        new_blobs: dict[bytes, tuple[str, bytes]],
+    ) -> float:
+        now = self.now(conn)
+        self._put_blobs(conn, repo_id, new_blobs, now)
+        conn.execute(
+            sa.insert(commits).values(
+                repo_id=repo_id,
+                id=row.id,
+                parent_id=row.parent_id,
+                merge_parent_id=row.merge_parent_id,
+                root_hash=row.root_hash,
+                changes_hash=row.changes_hash,
+                author=row.author,
+                message=row.message,
+                meta=json.dumps(row.meta),
+                created_at=now,
+                generation=row.generation,
+            )
+        )
+        if not self._cas(conn, repo_id, branch, base, row.id, now):
+            raise _CasLost
+        self._log_ref(conn, repo_id, branch, "commit", base, row.id, row.author, now, row.message)
+        return now
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    def create_session(
+        self,
+        repo_id: int,
+        session_id: str,
+        branch: str,
+        author: str,
+        isolation: str,
+        expires_in: float,
+    ) -> SessionRow:
+        with self._tx(write=True) as conn:
+            head = conn.execute(
+                sa.select(refs.c.commit_id).where(
+                    refs.c.repo_id == repo_id, refs.c.name == branch, refs.c.kind == "branch"
+                )
+            ).scalar()
+            if head is None:
+                raise NotFoundError(f"no branch {branch!r}; create it with repo.create_branch()")
+            now = self.now(conn)
+            values = {
+                "id": session_id,
+                "repo_id": repo_id,
+                "branch": branch,
+                "base_commit": head,
+                "author": author,
+                "isolation": isolation,
+                "status": "open",
+                "created_at": now,
+                "expires_at": now + expires_in,
+                "commit_id": None,
+            }
+            conn.execute(sa.insert(sessions).values(**values))
+            return SessionRow(**values)
+
+    def get_session(self, session_id: str) -> SessionRow:
+        with self._tx() as conn:
+            row = conn.execute(sa.select(sessions).where(sessions.c.id == session_id)).first()
+        if row is None:
+            raise NotFoundError(f"no session {session_id!r}")
+        return _session_row(row)
+
+    def list_sessions(self, repo_id: int, include_closed: bool = False) -> list[SessionRow]:
+        q = sa.select(sessions).where(sessions.c.repo_id == repo_id)
+        if not include_closed:
+            q = q.where(sessions.c.status == "open")
+        with self._tx() as conn:
+            return [_session_row(r) for r in conn.execute(q.order_by(sessions.c.created_at))]
+
+    def _check_session(self, conn: sa.Connection, session_id: str, now: float) -> SessionRow:
+        row = conn.execute(sa.select(sessions).where(sessions.c.id == session_id)).first()
+        if row is None:
+            raise NotFoundError(f"no session {session_id!r}")
+        s = _session_row(row)
+        if s.status != "open":
+            raise SessionClosedError(
+                f"session {session_id} is {s.status}; open a new session with repo.writable_session()"
+            )
+        if now >= s.expires_at:
+            raise SessionExpiredError(
+                f"session {session_id} expired {now - s.expires_at:.1f} s ago; its writes cannot be "
+                "committed. Open a new session (and extend long ones with session.extend())"
+            )
+        return s
+
+    def update_session(self, session_id: str, **values: Any) -> SessionRow:
+        """Change an open session (expiry, base commit, status) after checking it is usable."""
+        extend_by = values.pop("extend_by", None)
+        max_life = values.pop("max_life", None)
+        with self._tx(write=True) as conn:
+            now = self.now(conn)
+            s = self._check_session(conn, session_id, now)
+            if extend_by is not None:
+                new_exp = now + extend_by
+                if max_life is not None and new_exp - s.created_at > max_life:
+                    new_exp = s.created_at + max_life
+                values["expires_at"] = max(new_exp, s.expires_at)
+            conn.execute(sa.update(sessions).where(sessions.c.id == session_id).values(**values))
+            if values.get("status") == "abandoned":
+                conn.execute(sa.delete(staged).where(staged.c.session_id == session_id))
+                conn.execute(sa.delete(reads).where(reads.c.session_id == session_id))
+            row = conn.execute(sa.select(sessions).where(sessions.c.id == session_id)).first()
+            return _session_row(row)
+
+    # -- staged changes ------------------------------------------------------------------------
+
+    def stage(
+        self,
+        session_id: str,
+        rows: Sequence[StagedRow],
+        drops: Iterable[str] = (),
+        *,
+        blobs: dict[bytes, tuple[str, bytes]] | None = None,
+        reads: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        """Record writes (node drops, then rows), the metadata documents they reference and
+        reads (serializable sessions) in an open, unexpired session, in one transaction."""
+        drops = list(drops)
+        with self._tx(write=True) as conn:
+            now = self.now(conn)
+            s = self._check_session(conn, session_id, now)
+            if blobs:
+                self._put_blobs(conn, s.repo_id, blobs, now)
+            if reads:
+                conn.execute(
+                    self._insert_read,
+                    [{"session_id": session_id, "path": p, "key": k} for p, k in reads],
+                )
+            for path in drops:
+                # A dropped node loses everything staged for it before the drop.
+                conn.execute(
+                    sa.delete(staged).where(
+                        staged.c.session_id == session_id,
+                        staged.c.path == path,
+                        staged.c.kind.in_(("meta", "chunk")),
+                    )
+                )
+            if drops:
+                conn.execute(
+                    self._upsert_staged,
+                    [
+                        {
+                            "session_id": session_id,
+                            "path": p,
+                            "kind": "drop",
+                            "key": "",
+                            "hash": None,
+                            "length": 0,
+                            "inline": None,
+                        }
+                        for p in drops
+                    ],
+                )
+            if rows:
+                conn.execute(
+                    self._upsert_staged,
+                    [
+                        {
+                            "session_id": session_id,
+                            "path": r.path,
+                            "kind": r.kind,
+                            "key": r.key,
+                            "hash": r.hash,
+                            "length": r.length,
+                            "inline": r.inline,
+                        }
+                        for r in rows
+                    ],
+                )
+
+    def replace_staged(self, session_id: str, rows: Sequence[StagedRow], base: str) -> None:
+        """Replace all staged rows of a session and move its base (after a rebase)."""
+        with self._tx(write=True) as conn:
+            self._check_session(conn, session_id, self.now(conn))
+            conn.execute(sa.delete(staged).where(staged.c.session_id == session_id))
+            conn.execute(sa.delete(reads).where(reads.c.session_id == session_id))
+            if rows:
+                conn.execute(
+                    self._upsert_staged,
+                    [
+                        {
+                            "session_id": session_id,
+                            "path": r.path,
+                            "kind": r.kind,
+                            "key": r.key,
+                            "hash": r.hash,
+                            "length": r.length,
+                            "inline": r.inline,
+                        }
+                        for r in rows
+                    ],
+                )
+            conn.execute(
+                sa.update(sessions).where(sessions.c.id == session_id).values(base_commit=base)
+            )
+
+    def load_staged(self, session_id: str, kinds: Sequence[str] | None = None) -> list[StagedRow]:
+        q = sa.select(staged).where(staged.c.session_id == session_id)
+        if kinds is not None:
+            q = q.where(staged.c.kind.in_(kinds))
+        with self._tx() as conn:
+            return [
+                StagedRow(
+                    r.path,
+                    r.kind,
+                    r.key,
+                    None if r.hash is None else bytes(r.hash),
+                    int(r.length),
+                    None if r.inline is None else bytes(r.inline),
+                )
+                for r in conn.execute(q)
+            ]
+
+    def get_staged(
+        self, session_id: str, path: str, kinds: Sequence[str], key: str
+    ) -> dict[str, StagedRow]:
+        """The staged rows of one key (and the node's drop marker), by kind."""
+        with self._tx() as conn:
+            rows = conn.execute(
+                sa.select(staged).where(
+                    staged.c.session_id == session_id,
+                    staged.c.path == path,
+                    sa.or_(
+                        sa.and_(staged.c.kind.in_(kinds), staged.c.key == key),
+                        staged.c.kind == "drop",
+                    ),
+                )
+            ).all()
+        return {
+            r.kind: StagedRow(
+                r.path,
+                r.kind,
+                r.key,
+                None if r.hash is None else bytes(r.hash),
+                int(r.length),
+                None if r.inline is None else bytes(r.inline),
+            )
+            for r in rows
+        }
+
+    def record_reads(self, session_id: str, items: Iterable[tuple[str, str]]) -> None:
+        values = [{"session_id": session_id, "path": p, "key": k} for p, k in items]
+        if not values:
+            return
+        with self._tx(write=True) as conn:
+            conn.execute(self._insert_read, values)
+
+    def load_reads(self, session_id: str) -> list[tuple[str, str]]:
+        with self._tx() as conn:
+            return [
+                (r.path, r.key)
+                for r in conn.execute(
+                    sa.select(reads.c.path, reads.c.key).where(reads.c.session_id == session_id)
+                )
+            ]

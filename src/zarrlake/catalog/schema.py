@@ -1,0 +1,134 @@
+"""The catalog schema (SQLAlchemy Core) and its migrations.
+
+Every table is prefixed ``zl_`` so a catalog can share a database with other applications.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import sqlalchemy as sa
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "metadata"]
+
+SCHEMA_VERSION = 1
+
+metadata = sa.MetaData()
+
+Hash = sa.LargeBinary(32)
+Id = sa.String(48)
+Name = sa.String(128)
+
+info = sa.Table(
+    "zl_info",
+    metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+
+repos = sa.Table(
+    "zl_repos",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("name", Name, nullable=False, unique=True),
+    sa.Column("storage", sa.Text, nullable=False),
+    sa.Column("config", sa.Text, nullable=False, server_default="{}"),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+# Immutable, content-addressed catalog nodes: snapshot roots, manifest indexes and shards,
+# metadata documents and change sets. Shared by every commit that did not change them.
+blobs = sa.Table(
+    "zl_blobs",
+    metadata,
+    sa.Column("repo_id", sa.Integer, primary_key=True),
+    sa.Column("hash", Hash, primary_key=True),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("data", sa.LargeBinary, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+commits = sa.Table(
+    "zl_commits",
+    metadata,
+    sa.Column("repo_id", sa.Integer, primary_key=True),
+    sa.Column("id", Id, primary_key=True),
+    sa.Column("parent_id", Id, nullable=True),
+    sa.Column("merge_parent_id", Id, nullable=True),
+    sa.Column("root_hash", Hash, nullable=False),
+    sa.Column("changes_hash", Hash, nullable=True),
+    sa.Column("author", sa.Text, nullable=False),
+    sa.Column("message", sa.Text, nullable=False),
+    sa.Column("meta", sa.Text, nullable=False, server_default="{}"),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("generation", sa.Integer, nullable=False),
+    sa.Index("zl_commits_parent", "repo_id", "parent_id"),
+)
+
+refs = sa.Table(
+    "zl_refs",
+    metadata,
+    sa.Column("repo_id", sa.Integer, primary_key=True),
+    sa.Column("name", Name, primary_key=True),
+    sa.Column("kind", sa.String(8), nullable=False),  # "branch" | "tag"
+    sa.Column("commit_id", Id, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+
+reflog = sa.Table(
+    "zl_reflog",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("repo_id", sa.Integer, nullable=False),
+    sa.Column("name", Name, nullable=False),
+    sa.Column("action", sa.String(16), nullable=False),
+    sa.Column("old_commit", Id, nullable=True),
+    sa.Column("new_commit", Id, nullable=True),
+    sa.Column("author", sa.Text, nullable=False),
+    sa.Column("at", sa.Float, nullable=False),
+    sa.Column("message", sa.Text, nullable=False, server_default=""),
+    sa.Index("zl_reflog_ref", "repo_id", "name", "id"),
+)
+
+sessions = sa.Table(
+    "zl_sessions",
+    metadata,
+    sa.Column("id", Id, primary_key=True),
+    sa.Column("repo_id", sa.Integer, nullable=False),
+    sa.Column("branch", Name, nullable=False),
+    sa.Column("base_commit", Id, nullable=False),
+    sa.Column("author", sa.Text, nullable=False),
+    sa.Column("isolation", sa.String(16), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),  # open | committed | abandoned
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("expires_at", sa.Float, nullable=False),
+    sa.Column("commit_id", Id, nullable=True),
+    sa.Index("zl_sessions_repo", "repo_id", "status"),
+)
+
+# A session's writes. kind: "meta" (key "", hash of a metadata document), "drop" (key "", the
+# base node is removed), "chunk" (key "1,2,3"), "raw" (key = store key). hash NULL with inline
+# NULL is a tombstone.
+staged = sa.Table(
+    "zl_staged",
+    metadata,
+    sa.Column("session_id", Id, primary_key=True),
+    sa.Column("path", sa.Text, primary_key=True),
+    sa.Column("kind", sa.String(8), primary_key=True),
+    sa.Column("key", sa.Text, primary_key=True),
+    sa.Column("hash", Hash, nullable=True),
+    sa.Column("length", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("inline", sa.LargeBinary, nullable=True),
+)
+
+# What a serializable session read: key "" is the node's metadata, else chunk coords "1,2".
+reads = sa.Table(
+    "zl_reads",
+    metadata,
+    sa.Column("session_id", Id, primary_key=True),
+    sa.Column("path", sa.Text, primary_key=True),
+    sa.Column("key", sa.Text, primary_key=True),
+)
+
+# version -> function upgrading a catalog from version-1 to version, inside one transaction.
+MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {}

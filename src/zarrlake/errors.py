@@ -1,0 +1,246 @@
+"""The zarrlake exception tree.
+
+Every error raised by zarrlake derives from :class:`ZarrlakeError` and carries a stable
+``kind`` code. Classes are grouped by what a handler does about them:
+
+* :class:`InvalidInputError` and its children: fix the call (bad name, key, metadata, ref).
+* :class:`NotFoundError`, :class:`AlreadyExistsError`: look up or choose another name.
+* :class:`SessionError`: open a new session (expired, closed, read-only).
+* :class:`ConflictError`: rebase, choose a solver, or discard the session.
+* :class:`StorageError`, :class:`CatalogError`: infrastructure; retry later, run ``fsck``.
+
+Where a class also means what a builtin means (a bad value, a missing key), it also derives
+from that builtin so that generic handlers (``except ValueError``) keep working.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "AlreadyExistsError",
+    "CatalogError",
+    "ChunkCorruptionError",
+    "CommitTimeoutError",
+    "Conflict",
+    "ConflictError",
+    "EmptyCommitError",
+    "InvalidInputError",
+    "InvalidKeyError",
+    "InvalidMetadataError",
+    "InvalidNameError",
+    "InvalidRefError",
+    "NotFoundError",
+    "ObjectMissingError",
+    "ReadOnlyError",
+    "RefMovedError",
+    "SchemaVersionError",
+    "SessionClosedError",
+    "SessionError",
+    "SessionExpiredError",
+    "StorageError",
+    "ZarrlakeError",
+]
+
+
+class ZarrlakeError(Exception):
+    """Root of every error zarrlake raises."""
+
+    kind: str = "zarrlake"
+
+
+# -- the caller must fix the input -----------------------------------------------------------
+
+
+class InvalidInputError(ZarrlakeError, ValueError):
+    """A value given to zarrlake is not acceptable. Nothing was changed."""
+
+    kind = "invalid_input"
+
+
+class InvalidNameError(InvalidInputError):
+    """A repo, branch or tag name is not allowed."""
+
+    kind = "invalid_name"
+
+
+class InvalidKeyError(InvalidInputError):
+    """A store key is malformed (empty segment, ``..``, control characters, ...)."""
+
+    kind = "invalid_key"
+
+
+class InvalidMetadataError(InvalidInputError):
+    """A ``zarr.json`` document is not valid Zarr v3 metadata."""
+
+    kind = "invalid_metadata"
+
+
+class InvalidRefError(InvalidInputError):
+    """A ref expression cannot be parsed or is ambiguous."""
+
+    kind = "invalid_ref"
+
+
+class EmptyCommitError(InvalidInputError):
+    """A commit with no changes was refused; pass ``allow_empty=True`` to record one anyway."""
+
+    kind = "empty_commit"
+
+
+# -- the thing is not there, or already is ---------------------------------------------------
+
+
+class NotFoundError(ZarrlakeError, LookupError):
+    """A repo, ref, commit or session does not exist."""
+
+    kind = "not_found"
+
+
+class AlreadyExistsError(ZarrlakeError):
+    """A repo, branch or tag of that name already exists."""
+
+    kind = "already_exists"
+
+
+# -- the session can no longer do this -------------------------------------------------------
+
+
+class SessionError(ZarrlakeError):
+    """The session cannot perform this operation; open a new session."""
+
+    kind = "session"
+
+
+class SessionExpiredError(SessionError):
+    """The session passed its ``expires_at``; its staged writes can no longer be committed."""
+
+    kind = "session_expired"
+
+
+class SessionClosedError(SessionError):
+    """The session was committed or abandoned and accepts no more writes."""
+
+    kind = "session_closed"
+
+
+class ReadOnlyError(SessionError, ValueError):
+    """A write was attempted through a read-only session or store."""
+
+    kind = "read_only"
+
+
+# -- concurrent work collided ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """One reason a commit, rebase or merge cannot proceed automatically.
+
+    Attributes
+    ----------
+    kind
+        ``chunk`` (same chunk written on both sides), ``metadata`` (array structure changed on
+        one side, data or metadata on the other), ``attributes`` (same attribute keys changed on
+        both sides), ``delete`` (deleted on one side, changed on the other), ``create`` (same new
+        node on both sides), ``raw`` (same non-Zarr key on both sides), ``read`` (a serializable
+        session read something a later commit wrote), ``history`` (the branch was reset under the
+        session).
+    path
+        Node path inside the hierarchy (``""`` is the root group).
+    chunk
+        Chunk coordinates for chunk and read conflicts, else ``None``.
+    commit
+        Id of the other commit involved.
+    detail
+        Human-readable explanation.
+    """
+
+    kind: str
+    path: str
+    chunk: tuple[int, ...] | None
+    commit: str | None
+    detail: str = ""
+
+    def __str__(self) -> str:
+        where = f"{self.path or '/'}" + (f" chunk {self.chunk}" if self.chunk is not None else "")
+        other = f" (commit {self.commit})" if self.commit else ""
+        return f"{self.kind} conflict at {where}{other}" + (
+            f": {self.detail}" if self.detail else ""
+        )
+
+
+class ConflictError(ZarrlakeError):
+    """Changes collide with changes committed meanwhile.
+
+    The session stays open and readable: rebase it with a solver (``session.rebase("ours")``),
+    or abandon it.
+    """
+
+    kind = "conflict"
+
+    def __init__(self, message: str, conflicts: list[Conflict] | None = None) -> None:
+        self.conflicts: list[Conflict] = list(conflicts or [])
+        if self.conflicts:
+            shown = "\n".join(f"  - {c}" for c in self.conflicts[:20])
+            more = len(self.conflicts) - 20
+            message = f"{message}\n{shown}" + (f"\n  ... and {more} more" if more > 0 else "")
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_conflict_error, (type(self), self.args[0], self.conflicts))
+
+
+def _rebuild_conflict_error(
+    cls: type[ConflictError], message: str, conflicts: list[Conflict]
+) -> ConflictError:
+    err = cls.__new__(cls)
+    Exception.__init__(err, message)
+    err.conflicts = conflicts
+    return err
+
+
+class RefMovedError(ConflictError):
+    """A branch was not where the caller expected it (compare-and-swap failed)."""
+
+    kind = "ref_moved"
+
+
+class CommitTimeoutError(ConflictError):
+    """A commit kept losing the race for the branch until its timeout passed."""
+
+    kind = "commit_timeout"
+
+
+# -- infrastructure --------------------------------------------------------------------------
+
+
+class StorageError(ZarrlakeError):
+    """The object store failed or holds bad data."""
+
+    kind = "storage"
+
+
+class ChunkCorruptionError(StorageError):
+    """A chunk's bytes do not match their content hash. Run ``repo.fsck(verify=True)``."""
+
+    kind = "chunk_corruption"
+
+
+class ObjectMissingError(StorageError, FileNotFoundError):
+    """A chunk object referenced by a commit or session is missing from the object store."""
+
+    kind = "object_missing"
+
+
+class CatalogError(ZarrlakeError):
+    """The catalog database failed or is not usable."""
+
+    kind = "catalog"
+
+
+class SchemaVersionError(CatalogError):
+    """The catalog was written by a newer zarrlake than this one."""
+
+    kind = "schema_version"

@@ -1,0 +1,41 @@
+"""Pure values: manifests, snapshots, change sets, conflict detection (no SQL, no I/O)."""
+
+from zarrlake.model.changes import (
+    BuildResult,
+    ChangeSet,
+    NodeChange,
+    SnapshotReader,
+    StagedNode,
+    StagedState,
+    build_snapshot,
+    changes_from_staged,
+    iter_manifest,
+)
+from zarrlake.model.conflicts import ReadSet, Solver, detect_conflicts, rebase_staged
+from zarrlake.model.manifest import ChunkRef, ManifestIndex, Shard, content_hash
+from zarrlake.model.metadata import NodeMeta, parse_node_meta
+from zarrlake.model.snapshot import NodeEntry, Root
+
+__all__ = [
+    "BuildResult",
+    "ChangeSet",
+    "ChunkRef",
+    "ManifestIndex",
+    "NodeChange",
+    "NodeEntry",
+    "NodeMeta",
+    "ReadSet",
+    "Root",
+    "Shard",
+    "SnapshotReader",
+    "Solver",
+    "StagedNode",
+    "StagedState",
+    "build_snapshot",
+    "changes_from_staged",
+    "content_hash",
+    "detect_conflicts",
+    "iter_manifest",
+    "parse_node_meta",
+    "rebase_staged",
+]

@@ -1,0 +1,334 @@
+"""Staged changes, change sets, and building a new snapshot from a base plus staged changes.
+
+Pure functions: every catalog read goes through a :class:`SnapshotReader` that the caller
+supplies (and caches); nothing here touches SQL or files.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import zlib
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from zarrlake.errors import CatalogError
+from zarrlake.model.manifest import (
+    ChunkRef,
+    ManifestIndex,
+    Shard,
+    content_hash,
+    join_coords,
+    shard_shape_for,
+    split_coords,
+)
+from zarrlake.model.metadata import NodeMeta, attribute_changes
+from zarrlake.model.snapshot import NodeEntry, Root
+from zarrlake.types import ChunkCoords
+
+__all__ = [
+    "BuildResult",
+    "ChangeSet",
+    "NodeChange",
+    "SnapshotReader",
+    "StagedNode",
+    "StagedState",
+    "build_snapshot",
+    "changes_from_staged",
+    "iter_manifest",
+]
+
+
+class SnapshotReader(Protocol):
+    """Loads immutable catalog nodes by hash (implementations cache them)."""
+
+    def meta_bytes(self, h: bytes) -> bytes: ...
+    def node_meta(self, h: bytes) -> NodeMeta: ...
+    def index(self, h: bytes) -> ManifestIndex: ...
+    def shard(self, h: bytes) -> Shard: ...
+
+
+@dataclass(slots=True)
+class StagedNode:
+    """A session's changes to one node.
+
+    ``dropped`` means the base node (metadata and every chunk) is gone; ``meta`` is the hash of
+    a newly staged metadata document; ``chunks`` maps coordinates to a new ref or ``None``
+    (a tombstone: zarr deleted the chunk, typically because it equals the fill value).
+    """
+
+    dropped: bool = False
+    meta: bytes | None = None
+    chunks: dict[ChunkCoords, ChunkRef | None] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class StagedState:
+    nodes: dict[str, StagedNode] = field(default_factory=dict)
+    raw: dict[str, ChunkRef | None] = field(default_factory=dict)
+
+    def is_empty(self) -> bool:
+        return not self.nodes and not self.raw
+
+    def node(self, path: str) -> StagedNode:
+        sn = self.nodes.get(path)
+        if sn is None:
+            sn = self.nodes[path] = StagedNode()
+        return sn
+
+
+@dataclass(frozen=True, slots=True)
+class NodeChange:
+    """What one commit (or session) did to one node."""
+
+    created: bool = False
+    deleted: bool = False
+    structure: bool = False  # shape, chunks, dtype, codecs, fill value, ... changed
+    attrs: frozenset[str] = frozenset()  # attribute keys changed
+    chunks: frozenset[ChunkCoords] = frozenset()
+    node_type: str = ""
+
+    @property
+    def meta_changed(self) -> bool:
+        return self.structure or bool(self.attrs)
+
+    @property
+    def touched(self) -> bool:
+        return self.created or self.deleted or self.meta_changed or bool(self.chunks)
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeSet:
+    """The changes one commit made, by node path; stored with every commit."""
+
+    nodes: Mapping[str, NodeChange] = field(default_factory=dict)
+    raw: frozenset[str] = frozenset()
+
+    def is_empty(self) -> bool:
+        return not self.raw and not any(c.touched for c in self.nodes.values())
+
+    def encode(self) -> bytes:
+        out: dict[str, object] = {}
+        for path, c in sorted(self.nodes.items()):
+            item: dict[str, object] = {}
+            if c.created:
+                item["c"] = 1
+            if c.deleted:
+                item["d"] = 1
+            if c.structure:
+                item["s"] = 1
+            if c.attrs:
+                item["a"] = sorted(c.attrs)
+            if c.node_type:
+                item["t"] = c.node_type
+            if c.chunks:
+                arr = np.array(sorted(c.chunks), dtype="<i8")
+                ndim = arr.shape[1] if arr.ndim == 2 else 0
+                item["k"] = [
+                    len(c.chunks),
+                    ndim,
+                    base64.b64encode(zlib.compress(arr.tobytes(), 1)).decode(),
+                ]
+            out[path] = item
+        return json.dumps(
+            {"v": 1, "nodes": out, "raw": sorted(self.raw)}, separators=(",", ":")
+        ).encode()
+
+    @classmethod
+    def decode(cls, data: bytes) -> ChangeSet:
+        try:
+            return cls._decode(data)
+        except (ValueError, KeyError, TypeError, zlib.error) as exc:
+            raise CatalogError(f"change set is corrupt: {exc}") from exc
+
+    @classmethod
+    def _decode(cls, data: bytes) -> ChangeSet:
+        doc = json.loads(data)
+        nodes: dict[str, NodeChange] = {}
+        for path, item in doc["nodes"].items():
+            chunks: frozenset[ChunkCoords] = frozenset()
+            if "k" in item:
+                n, ndim, b64 = item["k"]
+                if ndim == 0:
+                    chunks = frozenset({()})
+                else:
+                    arr = np.frombuffer(zlib.decompress(base64.b64decode(b64)), "<i8").reshape(
+                        n, ndim
+                    )
+                    chunks = frozenset(tuple(int(x) for x in row) for row in arr)
+            nodes[path] = NodeChange(
+                created=bool(item.get("c")),
+                deleted=bool(item.get("d")),
+                structure=bool(item.get("s")),
+                attrs=frozenset(item.get("a", ())),
+                chunks=chunks,
+                node_type=item.get("t", ""),
+            )
+        return cls(nodes, frozenset(doc["raw"]))
+
+
+def _meta_change(reader: SnapshotReader, old: bytes, new: bytes) -> tuple[bool, frozenset[str]]:
+    if old == new:
+        return False, frozenset()
+    a, b = reader.node_meta(old), reader.node_meta(new)
+    if a.node_type == "unknown" or b.node_type == "unknown":
+        return True, frozenset()
+    return a.structure != b.structure, frozenset(attribute_changes(a.attributes, b.attributes))
+
+
+def changes_from_staged(base: Root, staged: StagedState, reader: SnapshotReader) -> ChangeSet:
+    """The change set a session's staged changes make against ``base`` (for conflict checks).
+
+    Every staged chunk counts as written, even if its bytes equal the base's.
+    """
+    nodes: dict[str, NodeChange] = {}
+    for path, sn in staged.nodes.items():
+        old = base.nodes.get(path)
+        deleted = sn.dropped and old is not None
+        current = None if sn.dropped else old
+        new_meta = sn.meta if sn.meta is not None else (current.meta if current else None)
+        created = new_meta is not None and (old is None or sn.dropped)
+        structure, attrs = False, frozenset[str]()
+        if current is not None and sn.meta is not None:
+            structure, attrs = _meta_change(reader, current.meta, sn.meta)
+        nodes[path] = NodeChange(
+            created=created,
+            deleted=deleted,
+            structure=structure,
+            attrs=attrs,
+            chunks=frozenset(sn.chunks),
+        )
+    return ChangeSet(nodes, frozenset(staged.raw))
+
+
+@dataclass(frozen=True, slots=True)
+class BuildResult:
+    root: Root
+    root_hash: bytes
+    blobs: dict[bytes, tuple[str, bytes]]  # hash -> (kind, bytes): new catalog nodes to insert
+    changes: ChangeSet
+
+
+def build_snapshot(base: Root, staged: StagedState, reader: SnapshotReader) -> BuildResult:
+    """Apply staged changes to ``base``; return the new root, its new nodes and its change set.
+
+    Only the shards that staged chunks fall in are loaded and rewritten; everything else is
+    shared with ``base`` by hash.
+    """
+    blobs: dict[bytes, tuple[str, bytes]] = {}
+    nodes = dict(base.nodes)
+    changes: dict[str, NodeChange] = {}
+    for path, sn in staged.nodes.items():
+        old = base.nodes.get(path)
+        current = None if sn.dropped else old
+        meta = sn.meta if sn.meta is not None else (current.meta if current else None)
+        if meta is None:
+            nodes.pop(path, None)
+            if old is not None:
+                changes[path] = NodeChange(deleted=True, node_type=old.node_type)
+            continue
+        nm = reader.node_meta(meta)
+        structure, attrs = False, frozenset[str]()
+        if current is not None:
+            structure, attrs = _meta_change(reader, current.meta, meta)
+        changed_chunks: frozenset[ChunkCoords] = frozenset()
+        manifest: bytes | None = None
+        if nm.is_array:
+            index: ManifestIndex | None = None
+            if (
+                current is not None
+                and current.manifest is not None
+                and reader.node_meta(current.meta).ndim == nm.ndim
+            ):
+                index = reader.index(current.manifest)
+            if index is not None and not sn.chunks:
+                manifest = current.manifest if current is not None else None
+            else:
+                manifest, changed_chunks = _apply_chunks(index, nm, sn.chunks, reader, blobs)
+        entry = NodeEntry(nm.node_type, meta, manifest)
+        nodes[path] = entry
+        change = NodeChange(
+            created=old is None or sn.dropped,
+            deleted=old is not None and sn.dropped,
+            structure=structure,
+            attrs=attrs,
+            chunks=changed_chunks,
+            node_type=nm.node_type,
+        )
+        if change.touched:
+            changes[path] = change
+    raw = dict(base.raw)
+    raw_changed: set[str] = set()
+    for key, ref in staged.raw.items():
+        if raw.get(key) == ref:
+            continue
+        raw_changed.add(key)
+        if ref is None:
+            raw.pop(key, None)
+        else:
+            raw[key] = ref
+    root = Root(nodes, raw)
+    data = root.encode()
+    root_hash = content_hash(data)
+    blobs[root_hash] = ("root", data)
+    return BuildResult(root, root_hash, blobs, ChangeSet(changes, frozenset(raw_changed)))
+
+
+def _apply_chunks(
+    index: ManifestIndex | None,
+    nm: NodeMeta,
+    updates: Mapping[ChunkCoords, ChunkRef | None],
+    reader: SnapshotReader,
+    blobs: dict[bytes, tuple[str, bytes]],
+) -> tuple[bytes | None, frozenset[ChunkCoords]]:
+    shard_shape = (
+        index.shard_shape if index is not None else shard_shape_for(nm.grid_shape, nm.ndim)
+    )
+    shards = dict(index.shards) if index is not None else {}
+    if not updates:
+        return None, frozenset()
+    by_shard: dict[ChunkCoords, dict[int, ChunkRef | None]] = defaultdict(dict)
+    for coords, ref in updates.items():
+        pos, flat = split_coords(coords, shard_shape)
+        by_shard[pos][flat] = ref
+    changed: list[ChunkCoords] = []
+    for pos, ups in by_shard.items():
+        old_hash = shards.get(pos)
+        old = reader.shard(old_hash) if old_hash is not None else Shard.empty()
+        if len(old) == 0:
+            changed.extend(
+                join_coords(pos, f, shard_shape) for f, r in ups.items() if r is not None
+            )
+        else:
+            changed.extend(
+                join_coords(pos, f, shard_shape) for f, r in ups.items() if old.get(f) != r
+            )
+        new = old.apply(ups)
+        if len(new) == 0:
+            shards.pop(pos, None)
+            continue
+        data = new.encode()
+        h = content_hash(data)
+        blobs[h] = ("shard", data)
+        shards[pos] = h
+    if not shards:
+        return None, frozenset(changed)
+    idx = ManifestIndex(shard_shape, shards)
+    data = idx.encode()
+    h = content_hash(data)
+    blobs[h] = ("index", data)
+    return h, frozenset(changed)
+
+
+def iter_manifest(
+    index: ManifestIndex, reader: SnapshotReader
+) -> Iterable[tuple[ChunkCoords, ChunkRef]]:
+    """Every (coords, ref) of an array's manifest, shard by shard."""
+    for pos, h in sorted(index.shards.items()):
+        shard = reader.shard(h)
+        for flat, ref in shard.items():
+            yield join_coords(pos, flat, index.shard_shape), ref

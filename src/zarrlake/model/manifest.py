@@ -1,0 +1,268 @@
+"""Chunk refs, manifest shards and the per-array manifest index.
+
+An array's manifest maps chunk coordinates to :class:`ChunkRef`. It is split into shards by
+chunk-grid region: a fixed block of ``shard_shape`` chunk coordinates per shard. A shard is an
+immutable, content-addressed value stored in a compact binary layout (sorted flat indices and
+parallel columns) so that loading one is a few ``numpy.frombuffer`` calls and a lookup is a
+binary search. The :class:`ManifestIndex` maps shard positions to shard hashes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from zarrlake.errors import CatalogError
+from zarrlake.types import ChunkCoords
+
+__all__ = [
+    "INLINE_LIMIT",
+    "SHARD_TARGET",
+    "ChunkRef",
+    "ManifestIndex",
+    "Shard",
+    "content_hash",
+    "shard_shape_for",
+    "split_coords",
+]
+
+INLINE_LIMIT = 512
+"""Chunks of at most this many bytes are stored inline in the catalog."""
+
+SHARD_TARGET = 10_000
+"""Roughly how many chunk refs one manifest shard covers."""
+
+_SHARD_MAGIC = b"ZLS1"
+_HEADER = struct.Struct("<4sIQ")
+
+
+def content_hash(data: bytes | bytearray | memoryview) -> bytes:
+    """SHA-256 digest: the content address of chunks and catalog nodes."""
+    return hashlib.sha256(data).digest()
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRef:
+    """Where a chunk's bytes are: an object named by ``hash``, or ``inline`` bytes."""
+
+    hash: bytes
+    length: int
+    inline: bytes | None = None
+
+
+def shard_shape_for(grid_shape: tuple[int, ...] | None, ndim: int) -> tuple[int, ...]:
+    """Choose a shard shape (in chunks) covering about :data:`SHARD_TARGET` chunks.
+
+    Trailing dimensions are filled first, up to the grid's extent; the leading dimension gets
+    the remaining budget whatever the grid, so arrays that grow along it (appends) keep their
+    shard layout. The shape is fixed when an array is created and kept across resizes.
+    """
+    if ndim == 0:
+        return ()
+    grid = grid_shape if grid_shape is not None and len(grid_shape) == ndim else (0,) * ndim
+    budget = SHARD_TARGET
+    shape = [1] * ndim
+    for i in range(ndim - 1, 0, -1):
+        extent = grid[i] if grid[i] > 0 else round(budget ** (1 / (i + 1)))
+        shape[i] = max(1, min(extent, budget))
+        budget = max(1, budget // shape[i])
+    shape[0] = max(1, budget)
+    return tuple(shape)
+
+
+def split_coords(coords: ChunkCoords, shard_shape: tuple[int, ...]) -> tuple[ChunkCoords, int]:
+    """(shard position, flat index inside the shard) of a chunk."""
+    pos = tuple(c // s for c, s in zip(coords, shard_shape, strict=True))
+    flat = 0
+    for c, s in zip(coords, shard_shape, strict=True):
+        flat = flat * s + (c % s)
+    return pos, flat
+
+
+def join_coords(pos: ChunkCoords, flat: int, shard_shape: tuple[int, ...]) -> ChunkCoords:
+    """Inverse of :func:`split_coords`."""
+    local = []
+    for s in reversed(shard_shape):
+        local.append(flat % s)
+        flat //= s
+    local.reverse()
+    return tuple(p * s + c for p, s, c in zip(pos, shard_shape, local, strict=True))
+
+
+class Shard:
+    """An immutable block of chunk refs, keyed by flat index within the shard."""
+
+    __slots__ = ("blob", "flat", "hashes", "kinds", "lengths", "offsets")
+
+    def __init__(
+        self,
+        flat: np.ndarray,
+        hashes: np.ndarray,
+        lengths: np.ndarray,
+        kinds: np.ndarray,
+        offsets: np.ndarray,
+        blob: bytes,
+    ) -> None:
+        self.flat = flat  # int64[n], sorted
+        self.hashes = hashes  # uint8[n, 32]
+        self.lengths = lengths  # uint64[n]
+        self.kinds = kinds  # uint8[n]: 0 object, 1 inline
+        self.offsets = offsets  # uint64[n]: offset of inline bytes in blob
+        self.blob = blob
+
+    @classmethod
+    def empty(cls) -> Shard:
+        return cls(
+            np.empty(0, np.int64),
+            np.empty((0, 32), np.uint8),
+            np.empty(0, np.uint64),
+            np.empty(0, np.uint8),
+            np.empty(0, np.uint64),
+            b"",
+        )
+
+    def __len__(self) -> int:
+        return int(self.flat.shape[0])
+
+    def _ref_at(self, i: int) -> ChunkRef:
+        h = self.hashes[i].tobytes()
+        n = int(self.lengths[i])
+        if self.kinds[i] == 1:
+            off = int(self.offsets[i])
+            return ChunkRef(h, n, self.blob[off : off + n])
+        return ChunkRef(h, n)
+
+    def get(self, flat: int) -> ChunkRef | None:
+        i = int(np.searchsorted(self.flat, flat))
+        if i < len(self) and int(self.flat[i]) == flat:
+            return self._ref_at(i)
+        return None
+
+    def items(self) -> Iterator[tuple[int, ChunkRef]]:
+        for i in range(len(self)):
+            yield int(self.flat[i]), self._ref_at(i)
+
+    def apply(self, updates: Mapping[int, ChunkRef | None]) -> Shard:
+        """A new shard with ``updates`` applied (``None`` removes an entry)."""
+        if not updates:
+            return self
+        keys = np.fromiter(updates.keys(), dtype=np.int64, count=len(updates))
+        keep = ~np.isin(self.flat, keys) if len(self) else np.empty(0, bool)
+        new = [(f, r) for f, r in updates.items() if r is not None]
+        n_new = len(new)
+        flat = np.concatenate([self.flat[keep], np.fromiter((f for f, _ in new), np.int64, n_new)])
+        hashes = np.concatenate(
+            [
+                self.hashes[keep],
+                np.frombuffer(b"".join(r.hash for _, r in new), np.uint8).reshape(n_new, 32),
+            ]
+        )
+        lengths = np.concatenate(
+            [self.lengths[keep], np.fromiter((r.length for _, r in new), np.uint64, n_new)]
+        )
+        kinds = np.concatenate(
+            [
+                self.kinds[keep],
+                np.fromiter((1 if r.inline is not None else 0 for _, r in new), np.uint8, n_new),
+            ]
+        )
+        # Rebuild the inline blob from the surviving inline entries so it never holds garbage.
+        kept_offsets = self.offsets[keep]
+        kept_lengths = self.lengths[keep]
+        kept_kinds = self.kinds[keep]
+        parts: list[bytes] = []
+        pos = 0
+        offsets = np.zeros(len(flat), np.uint64)
+        for i in np.nonzero(kept_kinds == 1)[0]:
+            off, n = int(kept_offsets[i]), int(kept_lengths[i])
+            parts.append(self.blob[off : off + n])
+            offsets[i] = pos
+            pos += n
+        base = len(kept_kinds)
+        for j, (_, r) in enumerate(new):
+            if r.inline is not None:
+                parts.append(r.inline)
+                offsets[base + j] = pos
+                pos += len(r.inline)
+        order = np.argsort(flat, kind="stable")
+        return Shard(
+            flat[order],
+            hashes[order],
+            lengths[order],
+            kinds[order],
+            offsets[order],
+            b"".join(parts),
+        )
+
+    def encode(self) -> bytes:
+        n = len(self)
+        return b"".join(
+            [
+                _HEADER.pack(_SHARD_MAGIC, n, len(self.blob)),
+                np.ascontiguousarray(self.flat, "<i8").tobytes(),
+                np.ascontiguousarray(self.hashes).tobytes(),
+                np.ascontiguousarray(self.lengths, "<u8").tobytes(),
+                np.ascontiguousarray(self.kinds).tobytes(),
+                np.ascontiguousarray(self.offsets, "<u8").tobytes(),
+                self.blob,
+            ]
+        )
+
+    @classmethod
+    def decode(cls, data: bytes) -> Shard:
+        try:
+            magic, n, blob_len = _HEADER.unpack_from(data, 0)
+        except struct.error as exc:
+            raise CatalogError("manifest shard is truncated") from exc
+        if magic != _SHARD_MAGIC or len(data) != _HEADER.size + n * 57 + blob_len:
+            raise CatalogError("manifest shard is corrupt or of an unknown format")
+        o = _HEADER.size
+        flat = np.frombuffer(data, "<i8", n, o)
+        o += 8 * n
+        hashes = np.frombuffer(data, np.uint8, 32 * n, o).reshape(n, 32)
+        o += 32 * n
+        lengths = np.frombuffer(data, "<u8", n, o)
+        o += 8 * n
+        kinds = np.frombuffer(data, np.uint8, n, o)
+        o += n
+        offsets = np.frombuffer(data, "<u8", n, o)
+        o += 8 * n
+        inline = kinds == 1
+        if (
+            np.any(kinds > 1)
+            or (n > 1 and np.any(np.diff(flat) <= 0))
+            or np.any(flat < 0)
+            or np.any(offsets[inline] + lengths[inline] > blob_len)
+        ):
+            raise CatalogError("manifest shard is corrupt: inconsistent entries")
+        return cls(flat, hashes, lengths, kinds, offsets, bytes(data[o : o + blob_len]))
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestIndex:
+    """The shards of one array's manifest: shard position -> shard hash."""
+
+    shard_shape: tuple[int, ...]
+    shards: Mapping[ChunkCoords, bytes]
+
+    def encode(self) -> bytes:
+        items = sorted((list(k), v.hex()) for k, v in self.shards.items())
+        return json.dumps(
+            {"shard_shape": list(self.shard_shape), "shards": items}, separators=(",", ":")
+        ).encode()
+
+    @classmethod
+    def decode(cls, data: bytes) -> ManifestIndex:
+        try:
+            doc = json.loads(data)
+            return cls(
+                tuple(int(x) for x in doc["shard_shape"]),
+                {tuple(int(x) for x in k): bytes.fromhex(v) for k, v in doc["shards"]},
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CatalogError(f"manifest index is corrupt: {exc}") from exc

@@ -1,0 +1,100 @@
+"""Shared fixtures: real catalogs (SQLite files, the PostgreSQL server) and a real S3 endpoint."""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+import zarrlake
+
+PG_URL = os.environ.get("ZARRLAKE_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+
+
+def _pg_reachable() -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", 5432), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def _need_postgres() -> None:
+    if not _pg_reachable():
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL on 127.0.0.1:5432 is required in CI and is not reachable")
+        pytest.skip("PostgreSQL on 127.0.0.1:5432 is not reachable")
+
+
+def unique(prefix: str = "t") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def catalog_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A catalog URL: a fresh SQLite file, or the shared PostgreSQL test database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'catalog.db'}"
+    _need_postgres()
+    return PG_URL
+
+
+@pytest.fixture
+def make_repo(catalog_url: str, tmp_path: Path) -> Callable[..., zarrlake.Repo]:
+    """Create repos with unique names in the test's catalog, chunks in a local directory."""
+
+    def make(**kwargs: object) -> zarrlake.Repo:
+        name = str(kwargs.pop("name", unique("repo")))
+        storage = str(kwargs.pop("storage", tmp_path / f"objects-{name}"))
+        return zarrlake.Repo.create(catalog=catalog_url, storage=storage, name=name, **kwargs)  # type: ignore[arg-type]
+
+    return make
+
+
+@pytest.fixture
+def repo(make_repo: Callable[..., zarrlake.Repo]) -> zarrlake.Repo:
+    return make_repo()
+
+
+@pytest.fixture
+def sqlite_repo(tmp_path: Path) -> zarrlake.Repo:
+    """The embedded default: SQLite file + local directory."""
+    return zarrlake.Repo.create(tmp_path / "lake")
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """A real S3 endpoint on loopback (moto's server mode), with a bucket named ``lake``."""
+    from moto.server import ThreadedMotoServer
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    import boto3
+
+    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket="lake")
+    try:
+        yield endpoint
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_options(s3_endpoint: str) -> dict[str, object]:
+    return {
+        "endpoint_url": s3_endpoint,
+        "key": "testing",
+        "secret": "testing",
+        "client_kwargs": {"region_name": "us-east-1"},
+        "skip_instance_cache": True,
+    }

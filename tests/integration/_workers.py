@@ -1,0 +1,347 @@
+"""Child-process bodies for the guarantee tests, and the parent-side helpers that run them.
+
+Every function here that runs in a child takes only picklable configuration (catalog URL, repo
+name, session id, paths, numbers, multiprocessing primitives) and opens the repo itself with
+``zarrlake.Repo.open``. Children are started with the ``spawn`` context: a fresh interpreter,
+no state inherited from the test process (no pooled connections, no caches).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import zarr
+
+import zarrlake
+
+CTX = mp.get_context("spawn")
+
+# Chunks of CHUNK int64 values, stored uncompressed: 1 KiB each, above the 512 B inline limit,
+# so chunk bytes go to the object store (not inline in the catalog).
+CHUNK = 128
+
+
+# -- parent side -----------------------------------------------------------------------------
+
+
+def _run(q: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    try:
+        q.put(("ok", fn(*args)))
+    except BaseException as exc:
+        q.put(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
+
+
+class Child:
+    """One spawned child running ``fn(*args)``; its return value comes back through a queue."""
+
+    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
+        self.q = CTX.Queue()
+        self.proc = CTX.Process(target=_run, args=(self.q, fn, args), daemon=True)
+
+    def start(self) -> Child:
+        self.proc.start()
+        return self
+
+    @property
+    def pid(self) -> int:
+        assert self.proc.pid is not None
+        return self.proc.pid
+
+    def result(self, timeout: float = 120.0) -> Any:
+        try:
+            status, value = self.q.get(timeout=timeout)
+        except queue.Empty:
+            self.proc.kill()
+            raise AssertionError(f"child {self.proc.pid} gave no result in {timeout} s") from None
+        self.proc.join(timeout=30)
+        if status != "ok":
+            raise AssertionError(f"child {self.proc.pid} failed:\n{value}")
+        return value
+
+
+def run_children(
+    calls: Sequence[tuple[Callable[..., Any], tuple[Any, ...]]], timeout: float = 120.0
+) -> list[Any]:
+    """Start every call in its own process at once; return their results in order."""
+    children = [Child(fn, *args).start() for fn, args in calls]
+    try:
+        return [c.result(timeout) for c in children]
+    finally:
+        for c in children:
+            if c.proc.is_alive():
+                c.proc.kill()
+            c.proc.join(timeout=10)
+
+
+# -- shared helpers --------------------------------------------------------------------------
+
+
+def open_repo(url: str, name: str) -> zarrlake.Repo:
+    return zarrlake.Repo.open(catalog=url, name=name)
+
+
+def create_arrays(
+    repo: zarrlake.Repo, paths: Sequence[str], n_chunks: int, chunk: int = CHUNK, fill: int = -1
+) -> str:
+    """Create 1-d int64 arrays of ``n_chunks`` uncompressed chunks; commit; return the commit."""
+    s = repo.writable_session()
+    g = zarr.open_group(s.store, mode="w", zarr_format=3)
+    for p in paths:
+        g.create_array(
+            p,
+            shape=(n_chunks * chunk,),
+            chunks=(chunk,),
+            dtype="i8",
+            fill_value=fill,
+            compressors=None,
+        )
+    return s.commit(f"create {', '.join(paths)}")
+
+
+def fill_all(store: Any, paths: Sequence[str], k: int) -> None:
+    """Write the value ``k`` into every chunk of every array in ``paths``."""
+    g = zarr.open_group(store, mode="r+", zarr_format=3)
+    for p in paths:
+        g[p][:] = k
+
+
+def uniform_value(store: Any, paths: Sequence[str]) -> tuple[int | None, list[str]]:
+    """The single value every element of every array holds, or (None, what differed)."""
+    g = zarr.open_group(store, mode="r", zarr_format=3)
+    seen: set[int] = set()
+    problems: list[str] = []
+    for p in paths:
+        data = g[p][:]
+        vals = np.unique(data)
+        if len(vals) != 1:
+            problems.append(f"{p} holds several values {vals.tolist()[:10]}")
+        seen.update(int(v) for v in vals)
+    if len(seen) != 1:
+        problems.append(f"arrays disagree: {sorted(seen)[:10]}")
+        return None, problems
+    return seen.pop(), problems
+
+
+def conflict_tuples(exc: zarrlake.ConflictError) -> list[tuple[Any, ...]]:
+    return [(c.kind, c.path, c.chunk, c.commit) for c in exc.conflicts]
+
+
+# -- children: concurrency -------------------------------------------------------------------
+
+
+def commit_disjoint(url: str, name: str, proc: int, n_commits: int, chunk: int) -> list[str]:
+    """Commit ``n_commits`` times, each in its own session, into this process's own chunk."""
+    repo = open_repo(url, name)
+    ids = []
+    for j in range(n_commits):
+        s = repo.writable_session()
+        arr = zarr.open_array(s.store, path="data", mode="r+", zarr_format=3)
+        arr[proc * chunk : (proc + 1) * chunk] = proc * 1000 + j
+        ids.append(s.commit(f"proc {proc} commit {j}", metadata={"proc": proc, "j": j}))
+    return ids
+
+
+def stage_and_commit(
+    url: str, name: str, ops: list[tuple[Any, ...]], barrier: Any
+) -> dict[str, Any]:
+    """Stage ``ops`` in a new session, meet the others at ``barrier``, then commit.
+
+    ops: ("write", path, start, stop, value) | ("resize", path, new_len) |
+    ("attr", path, key, value). On ConflictError, also report what the session still reads
+    at the first written range (it must stay readable).
+    """
+    repo = open_repo(url, name)
+    s = repo.writable_session()
+    first_write = None
+    for op in ops:
+        arr = zarr.open_array(s.store, path=op[1], mode="r+", zarr_format=3)
+        if op[0] == "write":
+            arr[op[2] : op[3]] = op[4]
+            first_write = first_write or op
+        elif op[0] == "resize":
+            arr.resize((op[2],))
+        elif op[0] == "attr":
+            arr.attrs[op[2]] = op[3]
+    barrier.wait(timeout=60)
+    try:
+        cid = s.commit(f"ops {ops}")
+    except zarrlake.ConflictError as exc:
+        out: dict[str, Any] = {"won": False, "session": s.id, "conflicts": conflict_tuples(exc)}
+        out["error_type"] = type(exc).__name__
+        if first_write is not None:
+            arr = zarr.open_array(s.store, path=first_write[1], mode="r", zarr_format=3)
+            out["still_reads"] = arr[first_write[2] : first_write[3]].tolist()
+        return out
+    return {"won": True, "session": s.id, "commit": cid}
+
+
+def commit_ops(url: str, name: str, ops: list[tuple[Any, ...]]) -> str:
+    """Stage ``ops`` (as in :func:`stage_and_commit`) in a new session and commit at once."""
+    repo = open_repo(url, name)
+    s = repo.writable_session()
+    for op in ops:
+        arr = zarr.open_array(s.store, path=op[1], mode="r+", zarr_format=3)
+        if op[0] == "write":
+            arr[op[2] : op[3]] = op[4]
+        elif op[0] == "attr":
+            arr.attrs[op[2]] = op[3]
+    return s.commit(f"ops {ops}")
+
+
+# -- children: isolation ---------------------------------------------------------------------
+
+
+def commit_values(
+    url: str, name: str, paths: list[str], values: list[int], ready: Any = None, pause: float = 0.0
+) -> list[str]:
+    """For each k in ``values``: one session writing k into every chunk of ``paths``, committed."""
+    repo = open_repo(url, name)
+    if ready is not None:
+        ready.wait(timeout=60)
+    ids = []
+    for k in values:
+        s = repo.writable_session()
+        fill_all(s.store, paths, k)
+        ids.append(s.commit(f"k={k}"))
+        if pause:
+            time.sleep(pause)
+    return ids
+
+
+def commit_until(url: str, name: str, paths: list[str], ready: Any, duration: float) -> list[int]:
+    """Commit k = 1, 2, ... (every chunk of ``paths`` := k) for ``duration`` seconds."""
+    repo = open_repo(url, name)
+    ready.wait(timeout=60)
+    end = time.monotonic() + duration
+    k, done = 0, []
+    while time.monotonic() < end:
+        k += 1
+        s = repo.writable_session()
+        fill_all(s.store, paths, k)
+        s.commit(f"k={k}")
+        done.append(k)
+    return done
+
+
+def read_until(
+    url: str, name: str, paths: list[str], ready: Any, duration: float
+) -> dict[str, Any]:
+    """Open a fresh read-only session on main again and again; check each sees one whole commit
+    (every chunk of every array holds the same k) and that k never goes down."""
+    repo = open_repo(url, name)
+    ready.wait(timeout=60)
+    end = time.monotonic() + duration + 0.5
+    last, ks, violations, reads = -1, [], [], 0
+    while time.monotonic() < end:
+        s = repo.readonly_session(branch="main")
+        k, problems = uniform_value(s.store, paths)
+        reads += 1
+        if problems:
+            violations.append(f"commit {s.base_commit}: {problems}")
+        elif k is not None:
+            if k < last:
+                violations.append(f"read regressed from k={last} to k={k} (commit {s.base_commit})")
+            last = k
+            if not ks or ks[-1] != k:
+                ks.append(k)
+    return {"reads": reads, "ks": ks, "violations": violations}
+
+
+def join_session_and_write(
+    url: str, name: str, how: str, session_ref: Any, chunk: int
+) -> dict[str, Any]:
+    """Join a writable session (by id, or from an unpickled store), read chunk 0 (written by
+    the other process), write chunk 1 := 7; also look through a different session."""
+    repo = open_repo(url, name)
+    if how == "by_id":
+        store = repo.session(session_ref).store
+    else:
+        store = session_ref  # a LakeStore, rebuilt from its pickled configuration
+    arr = zarr.open_array(store, path="data", mode="r+", zarr_format=3)
+    seen_chunk0 = arr[0:chunk].tolist()
+    arr[chunk : 2 * chunk] = 7
+    own_chunk1 = arr[chunk : 2 * chunk].tolist()
+    store.session.flush()  # write-behind: make this process's writes visible to the others
+    other = repo.writable_session()
+    other_arr = zarr.open_array(other.store, path="data", mode="r", zarr_format=3)
+    other_sees = other_arr[0 : 2 * chunk].tolist()
+    other.abandon()
+    ro = zarr.open_array(
+        repo.readonly_session(branch="main").store, path="data", mode="r", zarr_format=3
+    )
+    return {
+        "seen_chunk0": seen_chunk0,
+        "own_chunk1": own_chunk1,
+        "other_sees": other_sees,
+        "readonly_sees": ro[0 : 2 * chunk].tolist(),
+    }
+
+
+def join_session_and_set_attr(url: str, name: str, session_id: str, key: str, value: Any) -> None:
+    repo = open_repo(url, name)
+    s = repo.session(session_id)
+    arr = zarr.open_array(s.store, path="data", mode="r+", zarr_format=3)
+    arr.attrs[key] = value
+    s.flush()  # write-behind: make the write visible to the other processes of the session
+
+
+# -- children: crashes -----------------------------------------------------------------------
+
+
+def stage_and_hang(url: str, name: str, paths: list[str], value: int, ready_file: str) -> None:
+    """Write ``value`` into every chunk of ``paths`` (objects + staged rows), say so, then hang
+    until killed."""
+    repo = open_repo(url, name)
+    s = repo.writable_session()
+    fill_all(s.store, paths, value)
+    s.flush()  # the staged rows are in the catalog, not only queued in this process
+    tmp = ready_file + ".tmp"
+    Path(tmp).write_text(s.id or "")
+    os.replace(tmp, ready_file)
+    time.sleep(600)
+
+
+def commit_forever(url: str, name: str, paths: list[str], start_k: int, conn: Any) -> None:
+    """Commit k = start_k, start_k + 1, ... (every chunk := k) until killed, telling the parent
+    ("committing", k) just before each commit and ("committed", k, id, seconds) after."""
+    repo = open_repo(url, name)
+    k = start_k
+    while True:
+        s = repo.writable_session()
+        fill_all(s.store, paths, k)
+        conn.send(("committing", k))
+        t = time.monotonic()
+        cid = s.commit(f"k={k}")
+        conn.send(("committed", k, cid, time.monotonic() - t))
+        k += 1
+
+
+# -- children: expiry ------------------------------------------------------------------------
+
+
+def join_then_write(url: str, name: str, conn: Any) -> str:
+    """Say "ready", receive a session id, join that session (taking its expiry as of now) and
+    read through it, say "joined", wait for "go", then write chunk 0 := 11.
+
+    Returns "ok" or the class name of the error the write raised."""
+    repo = open_repo(url, name)
+    conn.send("ready")
+    s = repo.session(conn.recv())
+    arr = zarr.open_array(s.store, path="data", mode="r+", zarr_format=3)
+    arr[0:CHUNK]  # a read: the joined session is loaded and usable
+    conn.send("joined")
+    assert conn.recv() == "go"
+    try:
+        arr[0:CHUNK] = 11
+        s.flush()  # write-behind: a refused write may surface here instead
+    except zarrlake.ZarrlakeError as exc:
+        return type(exc).__name__
+    return "ok"
