@@ -45,9 +45,20 @@ class CatalogReader:
         return self.catalog.get_blob(self.repo_id, h)
 
     def prime(self, h: bytes, kind: str, data: bytes) -> None:
-        """Seed the cache with a node this process just wrote."""
+        """Seed the cache with a node this process just wrote (the next commit or read of
+        this process starts from it, so it would otherwise be read straight back)."""
         if kind == "meta":
             self._small.get(("m", h), lambda: data)
+        elif kind == "shard":
+            self._shards.get(h, lambda: Shard.decode(data))
+        elif kind == "index":
+            self._small.get(("i", h), lambda: ManifestIndex.decode(data))
+        elif kind == "changes":
+            self._small.get(("c", h), lambda: ChangeSet.decode(data))
+
+    def prime_root(self, h: bytes, root: Root) -> None:
+        """Seed the cache with a decoded snapshot root."""
+        self._small.get(("r", h), lambda: root)
 
     def meta_bytes(self, h: bytes) -> bytes:
         return self._small.get(("m", h), lambda: self._blob(h))  # type: ignore[no-any-return]

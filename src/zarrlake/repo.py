@@ -359,7 +359,7 @@ class Repo:
             )
         if isolation not in ("snapshot", "serializable"):
             raise InvalidInputError("isolation must be 'snapshot' or 'serializable'")
-        row = self._catalog.create_session(
+        row, base = self._catalog.create_session(
             self._id,
             new_session_id(),
             branch,
@@ -367,7 +367,7 @@ class Repo:
             isolation,
             expires_in.total_seconds(),
         )
-        return _remember(Session(self, commit=row.base_commit, row=row))
+        return _remember(Session(self, commit=row.base_commit, row=row, base=base, fresh=True))
 
     def session(self, session_id: str) -> Session:
         """Join an existing writable session (from any process) by id."""
@@ -413,10 +413,10 @@ class Repo:
             return Session(self, commit=found[1])
         if branch is not None or (ref is None and commit is None):
             b = validate_name(branch or "main", "branch name")
-            found = self._catalog.get_ref(self._id, b)
-            if found is None or found[0] != "branch":
+            head = self._catalog.branch_head(self._id, b)
+            if head is None:
                 raise NotFoundError(f"no branch {b!r}; branches: {sorted(self.branches())}")
-            return Session(self, commit=found[1], branch=b)
+            return Session(self, commit=head.id, branch=b, base=head)
         return Session(self, commit=self.resolve(commit or ref or ""))
 
     def commit_at(self, branch: str, when: datetime) -> str:

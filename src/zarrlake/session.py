@@ -74,6 +74,15 @@ def _under(path: str, prefix: str) -> bool:
     return prefix == "" or path == prefix or path.startswith(prefix + "/")
 
 
+def _could_be_chunk_key(key: str) -> bool:
+    """Whether some array's chunk key encoding could spell ``key`` (``c``, ``c/1``, ``c.1``,
+    ``1``, ``1.2``): anything else (``.zattrs``, ``foo/bar.txt``) is never a chunk."""
+    last = key.rsplit("/", 1)[-1]
+    if last == "c" or last.startswith("c."):
+        return True
+    return all(p.isdigit() for p in last.split("."))
+
+
 def _coords_key(coords: ChunkCoords) -> str:
     return ",".join(map(str, coords))
 
@@ -208,6 +217,8 @@ class Session:
         commit: str,
         row: SessionRow | None = None,
         branch: str | None = None,
+        base: CommitRow | None = None,
+        fresh: bool = False,
     ) -> None:
         self.repo = repo
         self._row = row
@@ -225,8 +236,8 @@ class Session:
         self._metas: dict[str, tuple[bytes | None, bool]] = {}
         self._reads: set[tuple[str, str]] = set()
         self._stager = _Stager(self) if row else None
-        self._load_base(self.base_commit)
-        if row is not None:
+        self._load_base(self.base_commit, base)
+        if row is not None and not fresh:  # a session this process just created has nothing staged
             self._refresh_metas()
 
     # -- description ---------------------------------------------------------------------------
@@ -267,8 +278,9 @@ class Session:
 
     # -- view ----------------------------------------------------------------------------------
 
-    def _load_base(self, commit: str) -> None:
-        row = self.repo._catalog.get_commit(self.repo._id, commit)
+    def _load_base(self, commit: str, row: CommitRow | None = None) -> None:
+        if row is None or row.id != commit:
+            row = self.repo._catalog.get_commit(self.repo._id, commit)
         self._base_root: Root = self.repo._reader.root(row.root_hash)
         self._base_generation = row.generation
 
@@ -336,7 +348,12 @@ class Session:
         if mp is not None:
             return _Target("meta", mp, "")
         found = self._find_array(key)
-        if found is None and self._row is not None and self._closed is None:
+        if (
+            found is None
+            and self._row is not None
+            and self._closed is None
+            and _could_be_chunk_key(key)
+        ):
             self._refresh_metas()  # another process may have created the array meanwhile
             found = self._find_array(key)
         if found is None:
@@ -669,12 +686,15 @@ class Session:
         return detect_conflicts(ours, theirs, *self._read_set())
 
     def _head(self) -> str:
-        ref = self.repo._catalog.get_ref(self.repo._id, self.branch or "")
-        if ref is None or ref[0] != "branch":
+        return self._head_row().id
+
+    def _head_row(self) -> CommitRow:
+        row = self.repo._catalog.branch_head(self.repo._id, self.branch or "")
+        if row is None:
             raise SessionClosedError(
                 f"branch {self.branch!r} of session {self.id} no longer exists"
             )
-        return ref[1]
+        return row
 
     def commit(
         self,
@@ -702,15 +722,16 @@ class Session:
             raise EmptyCommitError(
                 f"session {self.id} has no changes to commit (allow_empty=True records one anyway)"
             )
-        self.repo._objects.sync()
+        if _has_objects(state):  # inline chunks and metadata live in the catalog
+            self.repo._objects.sync()
         catalog, reader = self.repo._catalog, self.repo._reader
         deadline = time.monotonic() + timeout
         attempt = 0
         while True:
-            head = self._head()
+            head_row = self._head_row()
+            head = head_row.id
             staged: StagedState = state
             extra: dict[bytes, tuple[str, bytes]] = {}
-            head_row = catalog.get_commit(self.repo._id, head)
             head_root = reader.root(head_row.root_hash)
             if head != self.base_commit:
                 conflicts = self._conflicts(state, head)
@@ -754,6 +775,10 @@ class Session:
                 )
                 is not None
             ):
+                for h, (kind, data) in blobs.items():
+                    if kind != "root":
+                        reader.prime(h, kind, data)
+                reader.prime_root(result.root_hash, result.root)
                 self._committed = commit_row.id
                 self._closed = "committed"
                 self.base_commit = commit_row.id
@@ -800,6 +825,13 @@ class Session:
             self._reads.clear()
         self._refresh_metas()
         return head
+
+
+def _has_objects(state: StagedState) -> bool:
+    """Whether any staged ref names an object in the object store (not inline bytes)."""
+    refs = [r for sn in state.nodes.values() for r in sn.chunks.values()]
+    refs.extend(state.raw.values())
+    return any(r is not None and r.inline is None for r in refs)
 
 
 def _state_rows(state: StagedState) -> Iterable[StagedRow]:

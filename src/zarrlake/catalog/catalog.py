@@ -432,6 +432,24 @@ class Catalog:
             ).first()
         return None if row is None else (row.kind, row.commit_id)
 
+    @staticmethod
+    def _head_query(repo_id: int, branch: str) -> sa.Select[Any]:
+        return (
+            sa.select(*_COMMIT_COLS)
+            .select_from(refs)
+            .join(
+                commits,
+                sa.and_(commits.c.repo_id == refs.c.repo_id, commits.c.id == refs.c.commit_id),
+            )
+            .where(refs.c.repo_id == repo_id, refs.c.name == branch, refs.c.kind == "branch")
+        )
+
+    def branch_head(self, repo_id: int, branch: str) -> CommitRow | None:
+        """The head commit of a branch, or ``None`` if there is no such branch (one query)."""
+        with self._tx() as conn:
+            row = conn.execute(self._head_query(repo_id, branch)).first()
+        return None if row is None else _commit_row(row)
+
     def list_refs(self, repo_id: int, kind: str) -> dict[str, str]:
         with self._tx() as conn:
             return {
@@ -675,15 +693,13 @@ class Catalog:
         author: str,
         isolation: str,
         expires_in: float,
-    ) -> SessionRow:
+    ) -> tuple[SessionRow, CommitRow]:
+        """Open a session on the head of ``branch``; returns it and its base commit."""
         with self._tx(write=True) as conn:
-            head = conn.execute(
-                sa.select(refs.c.commit_id).where(
-                    refs.c.repo_id == repo_id, refs.c.name == branch, refs.c.kind == "branch"
-                )
-            ).scalar()
-            if head is None:
+            base = conn.execute(self._head_query(repo_id, branch)).first()
+            if base is None:
                 raise NotFoundError(f"no branch {branch!r}; create it with repo.create_branch()")
+            head = base.id
             now = self.now(conn)
             values = {
                 "id": session_id,
@@ -698,7 +714,7 @@ class Catalog:
                 "commit_id": None,
             }
             conn.execute(sa.insert(sessions).values(**values))
-            return SessionRow(**values)
+            return SessionRow(**values), _commit_row(base)
 
     def get_session(self, session_id: str) -> SessionRow:
         with self._tx() as conn:
