@@ -347,7 +347,12 @@ def diff_results(subjects: list[Subject], p: Params) -> list[Result]:
 
 
 def describe_diff(found: object) -> str:
-    chunks = getattr(found, "updated_chunks", None)
+    summary = getattr(found, "summary", None)
+    if callable(summary):  # zarrlake.Diff
+        counts = summary()
+        n = counts.chunks_added + counts.chunks_changed + counts.chunks_removed
+        return f"{n} chunks reported"
+    chunks = getattr(found, "updated_chunks", None)  # icechunk's Diff
     if isinstance(chunks, dict):
         n = sum(len(list(v)) for v in chunks.values())
         return f"{n} chunks reported"

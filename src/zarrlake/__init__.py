@@ -5,7 +5,12 @@
 >>> s = repo.writable_session("main")                      # doctest: +SKIP
 >>> zarr.open_group(s.store, mode="w").create_array("t", shape=(4,), dtype="f4")  # doctest: +SKIP
 >>> s.commit("create t")                                   # doctest: +SKIP
+
+``zarrlake.open_dataset`` (and ``import zarrlake.xarray``) loads the xarray layer on first use
+and enables the ``ds.lake`` accessor; ``import zarrlake`` alone does not import xarray.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from zarrlake.errors import (
     AlreadyExistsError,
@@ -29,12 +34,18 @@ from zarrlake.errors import (
     SessionError,
     SessionExpiredError,
     StorageError,
+    UnalignedWriteError,
     ZarrlakeError,
 )
+from zarrlake.maintenance import ExpireReport, ExportReport, FsckIssue, FsckReport, GCReport
+from zarrlake.model.diff import Diff, DiffSummary, FieldChange, NodeDiff
 from zarrlake.repo import Repo, RepoConfig
 from zarrlake.session import Session
 from zarrlake.store import LakeStore
 from zarrlake.types import CommitInfo, RefLogEntry, SessionInfo
+
+if TYPE_CHECKING:
+    from zarrlake.xarray import open_dataset as open_dataset
 
 __version__ = "0.1.0"
 
@@ -46,13 +57,22 @@ __all__ = [
     "CommitTimeoutError",
     "Conflict",
     "ConflictError",
+    "Diff",
+    "DiffSummary",
     "EmptyCommitError",
+    "ExpireReport",
+    "ExportReport",
+    "FieldChange",
+    "FsckIssue",
+    "FsckReport",
+    "GCReport",
     "InvalidInputError",
     "InvalidKeyError",
     "InvalidMetadataError",
     "InvalidNameError",
     "InvalidRefError",
     "LakeStore",
+    "NodeDiff",
     "NotFoundError",
     "ObjectMissingError",
     "ReadOnlyError",
@@ -67,6 +87,24 @@ __all__ = [
     "SessionExpiredError",
     "SessionInfo",
     "StorageError",
+    "UnalignedWriteError",
     "ZarrlakeError",
     "__version__",
 ]
+
+# Loaded on first use, so that ``import zarrlake`` stays fast and works without xarray.
+_LAZY = {"open_dataset": "zarrlake.xarray"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'zarrlake' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -40,6 +40,7 @@ __all__ = [
     "SessionError",
     "SessionExpiredError",
     "StorageError",
+    "UnalignedWriteError",
     "ZarrlakeError",
 ]
 
@@ -87,6 +88,16 @@ class EmptyCommitError(InvalidInputError):
     """A commit with no changes was refused; pass ``allow_empty=True`` to record one anyway."""
 
     kind = "empty_commit"
+
+
+class UnalignedWriteError(InvalidInputError):
+    """A write would split a chunk between tasks or jobs that run in parallel.
+
+    Two writers of one chunk would each write the whole chunk, and one would silently replace
+    the other's part. The message names the chunk boundaries to align to.
+    """
+
+    kind = "unaligned_write"
 
 
 # -- the thing is not there, or already is ---------------------------------------------------

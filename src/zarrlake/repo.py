@@ -4,22 +4,24 @@ from __future__ import annotations
 
 import getpass
 import os
-import re
 import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from zarrlake import history, maintenance
 from zarrlake._reader import CatalogReader
 from zarrlake.catalog import Catalog, catalog_for
 from zarrlake.errors import (
     InvalidInputError,
-    InvalidRefError,
     NotFoundError,
     RefMovedError,
 )
+from zarrlake.maintenance import ExpireReport, ExportReport, FsckReport, GCReport
 from zarrlake.model import Root, content_hash
+from zarrlake.model.diff import Diff
+from zarrlake.model.merge import MergeStrategy
 from zarrlake.objects import ObjectStore, open_object_store
 from zarrlake.session import DEFAULT_EXPIRY, MAX_EXPIRY, Session
 from zarrlake.types import (
@@ -36,7 +38,6 @@ from zarrlake.types import (
 __all__ = ["Repo", "RepoConfig"]
 
 CATALOG_FILE = "catalog.db"
-_HEX = re.compile(r"^[0-9a-f]{4,40}$")
 
 
 def default_author() -> str:
@@ -234,22 +235,14 @@ class Repo:
     # -- refs ----------------------------------------------------------------------------------
 
     def resolve(self, ref: str) -> str:
-        """The commit id of a branch, tag, commit id or unique commit id prefix."""
-        if not isinstance(ref, str) or not ref:
-            raise InvalidRefError(f"a ref must be a non-empty string, got {ref!r}")
-        found = self._catalog.get_ref(self._id, ref)
-        if found is not None:
-            return found[1]
-        if _HEX.match(ref):
-            matches = self._catalog.commits_with_prefix(self._id, ref)
-            if len(matches) == 1:
-                return matches[0]
-            if len(matches) > 1:
-                raise InvalidRefError(f"commit prefix {ref!r} is ambiguous; give more characters")
-        raise NotFoundError(
-            f"no branch, tag or commit {ref!r} in repo {self.name!r}; "
-            f"branches: {sorted(self.branches())}, tags: {sorted(self.tags())}"
-        )
+        """The commit id a ref expression names.
+
+        A branch, tag, commit id or unique prefix, optionally followed by ``@{N}`` (the Nth
+        earlier position of the ref, from the ref log), ``@{2026-11-01T12:00}`` (its position
+        at that time), ``~N`` (Nth first-parent ancestor) and ``^N`` (Nth parent). Every
+        method that takes a ref accepts these. See ``docs/history.md``.
+        """
+        return history.resolve_ref(self, ref)
 
     def branches(self) -> dict[str, str]:
         """Branch name -> head commit id."""
@@ -333,6 +326,68 @@ class Repo:
         if limit is not None and limit < 0:
             raise InvalidInputError("limit must be >= 0")
         return [_info(r) for r in self._catalog.ancestry(self._id, self.resolve(ref), limit)]
+
+    def diff(self, a: str, b: str) -> Diff:
+        """What changed from ref ``a`` to ref ``b``: nodes added, removed and modified,
+        metadata field by field, and per array the chunk coordinates added, changed and
+        removed. Unchanged manifest shards are never loaded."""
+        return history.diff(self, a, b)
+
+    def merge(
+        self,
+        source: str,
+        into: str = "main",
+        *,
+        strategy: MergeStrategy = "fail",
+        message: str | None = None,
+        author: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        fast_forward: bool = True,
+        timeout: float = 120.0,
+    ) -> str:
+        """Merge ref ``source`` into branch ``into``; returns the branch's new head.
+
+        A fast-forward when ``into`` is an ancestor of ``source`` (unless
+        ``fast_forward=False``); nothing when ``source`` is already merged; otherwise a
+        three-way merge at chunk level against the common ancestor, recorded as a commit with
+        two parents. Conflicts (the same rules as commits) raise :class:`ConflictError`, or
+        are resolved by ``strategy="ours"`` (``into`` keeps its version) or ``"theirs"``
+        (``source``'s version wins).
+        """
+        return history.merge(
+            self,
+            source,
+            into,
+            strategy=strategy,
+            message=message,
+            author=author or default_author(),
+            metadata=metadata,
+            fast_forward=fast_forward,
+            timeout=timeout,
+        )
+
+    def revert(
+        self,
+        commit: str,
+        *,
+        branch: str = "main",
+        message: str | None = None,
+        author: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        timeout: float = 120.0,
+    ) -> str:
+        """Commit on ``branch`` the inverse of one commit's changes (against its first
+        parent); returns the new commit. Refused with :class:`ConflictError` when later
+        commits changed the same data."""
+        return history.revert(
+            self,
+            commit,
+            branch,
+            message=message,
+            author=author or default_author(),
+            metadata=metadata,
+            timeout=timeout,
+        )
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -425,7 +480,9 @@ class Repo:
         if not isinstance(when, datetime):
             raise InvalidInputError("as_of must be a datetime")
         ts = (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
-        found = self._catalog.ref_at(self._id, branch, ts)
+        # Commit times are shown rounded to the microsecond (datetime's resolution): a time
+        # copied from repo.log() or repo.reflog() must select that very commit.
+        found = self._catalog.ref_at(self._id, branch, ts + 1e-6)
         if found is None:
             raise NotFoundError(
                 f"branch {branch!r} did not exist (or was deleted) at {when.isoformat()}"
@@ -448,6 +505,66 @@ class Repo:
             )
             for r in self._catalog.list_sessions(self._id, include_closed)
         ]
+
+    # -- maintenance ---------------------------------------------------------------------------
+
+    def gc(
+        self,
+        grace: timedelta = timedelta(hours=24),
+        *,
+        dry_run: bool = False,
+        progress: bool | None = None,
+    ) -> GCReport:
+        """Delete chunk objects and catalog nodes that no commit, ref or open session reaches.
+
+        Two-phase: a run marks what is unreachable now and deletes what was marked at least
+        ``grace`` ago and is still unreachable, so run it periodically (``grace=0`` marks and
+        deletes in one run). Safe while sessions write and deduplicate against the same
+        objects, and safe to rerun after a crash. ``progress`` shows progress bars (default:
+        when stderr is a terminal).
+        """
+        return maintenance.gc(self, grace, dry_run=dry_run, progress=progress)
+
+    def expire(
+        self,
+        older_than: datetime | timedelta,
+        *,
+        keep_tags: bool = True,
+        dry_run: bool = False,
+    ) -> ExpireReport:
+        """Drop commits older than a time (or a delay before now, by the catalog's clock) that
+        no branch, tag or open session needs, so that ``gc`` can free their data.
+
+        Branch heads and tagged commits are always kept; with ``keep_tags`` so is the whole
+        history of every tag. The history of what is kept ends where expired commits begin.
+        """
+        return maintenance.expire(self, older_than, keep_tags=keep_tags, dry_run=dry_run)
+
+    def fsck(self, *, verify: bool = False, progress: bool | None = None) -> FsckReport:
+        """Check that every chunk object and catalog node a commit or open session references
+        exists; with ``verify=True`` also read every object and check its hash."""
+        return maintenance.fsck(self, verify=verify, progress=progress)
+
+    def export(
+        self,
+        ref: str,
+        target: Any,
+        *,
+        storage_options: dict[str, Any] | None = None,
+        overwrite: bool = False,
+        progress: bool | None = None,
+    ) -> ExportReport:
+        """Write a plain Zarr v3 copy of a commit to ``target``: a zarr store, a local path
+        or an fsspec URL (``storage_options`` for the latter). The target must be empty unless
+        ``overwrite`` (which clears it first)."""
+        return maintenance.export(
+            self,
+            ref,
+            target,
+            storage_options=storage_options,
+            overwrite=overwrite,
+            progress=progress,
+        )
 
 
 _sessions: dict[tuple[Any, ...], Session] = {}

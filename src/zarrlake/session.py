@@ -52,6 +52,7 @@ from zarrlake.model.metadata import format_chunk_key, parse_chunk_key
 from zarrlake.types import ChunkCoords, from_epoch, new_commit_id, validate_key
 
 if TYPE_CHECKING:
+    from zarrlake.model.diff import Diff
     from zarrlake.repo import Repo
     from zarrlake.store import LakeStore
 
@@ -129,15 +130,20 @@ class _Stager:
         self.error: BaseException | None = None
         self.thread: threading.Thread | None = None
 
+    def wait_room(self) -> None:
+        """Back-pressure: wait while the catalog is far behind the writers. Callers must not
+        hold a lock that the flusher thread's completion callbacks take."""
+        with self.cond:
+            while len(self.pending) >= self.MAX_PENDING and self.error is None:
+                self.cond.wait(timeout=1.0)
+
     def submit(self, kind: str, item: Any) -> Future[None]:
         fut: Future[None] = Future()
         with self.cond:
             if self.error is not None:
                 raise self.error
-            while len(self.pending) >= self.MAX_PENDING:
-                self.cond.wait(timeout=1.0)  # back-pressure: the catalog is slower than writers
             self.pending.append((kind, item, fut))
-            if self.thread is None or not self.thread.is_alive():
+            if self.thread is None:
                 self.thread = threading.Thread(
                     target=self._run, name="zarrlake-stager", daemon=True
                 )
@@ -182,10 +188,18 @@ class _Stager:
 
     def _run(self) -> None:
         idle = 0
-        while idle < 5:
+        while True:
             batch = self._take()
             if not batch:
                 idle += 1
+                if idle >= 5:
+                    with self.cond:
+                        # decided under the lock that submit() takes, so a write queued now
+                        # either is seen here or starts a new thread
+                        if not self.pending:
+                            self.thread = None
+                            return
+                    idle = 0
                 continue
             idle = 0
             try:
@@ -234,6 +248,10 @@ class Session:
         # yet flushed) and the cooperating processes' (as last loaded from the catalog)
         self._metas_local: dict[str, tuple[bytes | None, bool]] = {}
         self._metas: dict[str, tuple[bytes | None, bool]] = {}
+        # when this process's node writes became durable, on a counter that refreshes compare
+        # against (a refresh must not replace a write that landed after its query)
+        self._epoch = 0
+        self._done_at: dict[str, int] = {}
         self._reads: set[tuple[str, str]] = set()
         self._stager = _Stager(self) if row else None
         self._load_base(self.base_commit, base)
@@ -288,6 +306,7 @@ class Session:
         """Load the node-level staged changes of every cooperating process."""
         if self.id is None:
             return
+        start = self._epoch
         rows = self.repo._catalog.load_staged(self.id, kinds=("meta", "drop"))
         metas: dict[str, tuple[bytes | None, bool]] = {}
         for r in rows:
@@ -298,15 +317,24 @@ class Session:
                 meta = r.hash
             metas[r.path] = (meta, dropped)
         with self._lock:
+            for path, done in self._done_at.items():
+                if done >= start:  # our write landed after the query read: ours is newer
+                    if path in self._metas:
+                        metas[path] = self._metas[path]
+                    else:
+                        metas.pop(path, None)
             self._metas = metas
 
     def _refresh_node(self, path: str) -> None:
         """Reload one node's staged metadata: another process of the session may have changed
         it (read-uncommitted inside a session). This process's unflushed writes still win."""
+        start = self._epoch
         found = self.repo._catalog.get_staged(self.id or "", path, ("meta",), "")
         meta = found["meta"].hash if "meta" in found else None
         state = (meta, "drop" in found)
         with self._lock:
+            if self._done_at.get(path, -1) >= start:
+                return  # our own write landed after the query read: what we hold is newer
             if state == (None, False):
                 self._metas.pop(path, None)
             else:
@@ -545,6 +573,7 @@ class Session:
         if self._stager is None:
             raise ReadOnlyError("store was opened in read-only mode and does not support writing")
         kind, item = op
+        self._stager.wait_room()
         with self._lock:
             fut = self._stager.submit(kind, item)
             if kind == "drop":
@@ -573,6 +602,9 @@ class Session:
                 if self._metas_local.get(path) == state:
                     del self._metas_local[path]
                     self._metas[path] = state
+                    # a refresh whose query ran before this write landed must not undo it
+                    self._done_at[path] = self._epoch
+                    self._epoch += 1
 
         fut.add_done_callback(done)
 
@@ -648,6 +680,13 @@ class Session:
     @property
     def has_changes(self) -> bool:
         return not self._staged_state().is_empty()
+
+    def status(self) -> Diff:
+        """The uncommitted changes against the base commit, as a :class:`Diff` (the diff that
+        committing now would record, before any rebase). Empty for read-only sessions."""
+        from zarrlake.history import session_status
+
+        return session_status(self)
 
     def _their_changes(self, base: str, head: str) -> list[tuple[str, ChangeSet]] | None:
         between = self.repo._catalog.commits_between(self.repo._id, base, head)

@@ -58,6 +58,11 @@ class LakeStore(Store):
         Or: a commit to read (read-only).
     read_only
         Refuse writes even through a writable session.
+    durable
+        Make every write durable in the catalog (visible to every process of the session)
+        before the call that made it returns, instead of write-behind. A task that writes
+        through such a store has finished its writes when it finishes, so a dask task or a
+        batch job needs no ``flush()``. Survives pickling.
     """
 
     supports_writes: bool = True
@@ -73,6 +78,7 @@ class LakeStore(Store):
         session_id: str | None = None,
         commit: str | None = None,
         read_only: bool = False,
+        durable: bool = False,
     ) -> None:
         from zarrlake.repo import Repo, RepoConfig
 
@@ -88,6 +94,7 @@ class LakeStore(Store):
             raise InvalidInputError("LakeStore(repo=...) takes a zarrlake.Repo or RepoConfig")
         self._session_id = session_id
         self._commit = commit
+        self._durable = bool(durable)
         self._session_obj: Session | None = None
         self._pid = os.getpid()
 
@@ -124,6 +131,7 @@ class LakeStore(Store):
             "session_id": self._session_id,
             "commit": self._commit,
             "read_only": self._read_only,
+            "durable": self._durable,
         }
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -133,11 +141,18 @@ class LakeStore(Store):
         return isinstance(value, LakeStore) and value._kwargs() == self._kwargs()
 
     def __hash__(self) -> int:
-        return hash((self._config.key(), self._session_id, self._commit, self._read_only))
+        return hash(
+            (self._config.key(), self._session_id, self._commit, self._read_only, self._durable)
+        )
 
     def __repr__(self) -> str:
         what = f"session={self._session_id}" if self._session_id else f"commit={self._commit}"
         return f"LakeStore(repo={self._config.name!r}, {what}, read_only={self._read_only})"
+
+    @property
+    def durable(self) -> bool:
+        """Whether each write is durable in the catalog when the call that made it returns."""
+        return self._durable
 
     def __str__(self) -> str:
         what = self._session_id or self._commit
@@ -222,19 +237,33 @@ class LakeStore(Store):
         """Synchronous version of :meth:`set`."""
         self._check_writable()
         session = self.session
-        session.submit(session.prepare_write(key, value.to_bytes()))
+        fut = session.submit(session.prepare_write(key, value.to_bytes()))
+        if self._durable:
+            fut.result()
 
     def delete_sync(self, key: str) -> None:
         """Synchronous version of :meth:`delete`."""
         self._check_writable()
         session = self.session
-        session.submit(session.prepare_delete(key))
+        fut = session.submit(session.prepare_delete(key))
+        if self._durable:
+            fut.result()
+
+    async def _staged(self, ops: list[tuple[str, Any]]) -> None:
+        """Submit prepared changes and wait until the catalog has them (durable stores)."""
+        session = self.session
+        await asyncio.gather(*(asyncio.wrap_future(session.submit(op)) for op in ops))
 
     async def set(self, key: str, value: Buffer) -> None:
         self._check_writable()
         if not isinstance(value, Buffer):
             raise TypeError(f"LakeStore.set takes a zarr Buffer, got {type(value).__name__}")
-        await self.session.write_async(key, memoryview(value.as_buffer_like()))
+        data = memoryview(value.as_buffer_like())
+        if self._durable:
+            op = await asyncio.to_thread(self.session.prepare_write, key, data)
+            await self._staged([op])
+        else:
+            await self.session.write_async(key, data)
 
     async def set_if_not_exists(self, key: str, value: Buffer) -> None:
         self._check_writable()
@@ -243,11 +272,17 @@ class LakeStore(Store):
 
     async def delete(self, key: str) -> None:
         self._check_writable()
-        await self.session.delete_async(key)
+        if self._durable:
+            await self._staged([await asyncio.to_thread(self.session.prepare_delete, key)])
+        else:
+            await self.session.delete_async(key)
 
     async def delete_dir(self, prefix: str) -> None:
         self._check_writable()
-        await self.session.delete_dir_async(prefix)
+        if self._durable:
+            await self._staged(await asyncio.to_thread(self.session.prepare_delete_dir, prefix))
+        else:
+            await self.session.delete_dir_async(prefix)
 
     # -- listing -------------------------------------------------------------------------------
 

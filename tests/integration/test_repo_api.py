@@ -6,6 +6,7 @@ import os
 import pickle
 import sqlite3
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -285,3 +286,25 @@ def test_commit_cost_does_not_copy_unchanged_shards(
 
 def test_unique_names_helper_is_unique() -> None:
     assert unique() != unique()
+
+
+def test_as_of_a_commit_time_from_the_log_selects_that_commit(
+    make_repo: Callable[..., zarrlake.Repo],
+) -> None:
+    repo = make_repo()
+    made = [_write(repo, np.full(4, float(i))) for i in range(20)]
+    times = {info.id: info.created_at for info in repo.log("main")}
+    for commit in made:
+        assert repo.commit_at("main", times[commit]) == commit
+        np.testing.assert_array_equal(
+            _read(repo, branch="main", as_of=times[commit]), _read(repo, commit=commit)
+        )
+
+
+def test_as_of_before_the_branch_existed_is_not_found(
+    make_repo: Callable[..., zarrlake.Repo],
+) -> None:
+    repo = make_repo()
+    first = repo.log("main")[-1].created_at
+    with pytest.raises(zarrlake.NotFoundError, match="did not exist"):
+        repo.readonly_session(branch="main", as_of=first - timedelta(seconds=1))

@@ -31,6 +31,7 @@ from zarrlake.errors import (
     SessionError,
     SessionExpiredError,
     StorageError,
+    UnalignedWriteError,
     ZarrlakeError,
 )
 
@@ -43,6 +44,7 @@ TREE: dict[type[BaseException], tuple[str, tuple[type, ...]]] = {
     InvalidMetadataError: ("invalid_metadata", (InvalidInputError,)),
     InvalidRefError: ("invalid_ref", (InvalidInputError,)),
     EmptyCommitError: ("empty_commit", (InvalidInputError,)),
+    UnalignedWriteError: ("unaligned_write", (InvalidInputError,)),
     NotFoundError: ("not_found", (ZarrlakeError, LookupError)),
     AlreadyExistsError: ("already_exists", (ZarrlakeError,)),
     SessionError: ("session", (ZarrlakeError,)),

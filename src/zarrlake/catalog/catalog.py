@@ -24,6 +24,7 @@ from zarrlake.catalog.schema import (
     SCHEMA_VERSION,
     blobs,
     commits,
+    gc_marks,
     info,
     metadata,
     reads,
@@ -37,6 +38,7 @@ from zarrlake.errors import (
     AlreadyExistsError,
     CatalogError,
     NotFoundError,
+    ObjectMissingError,
     SchemaVersionError,
     SessionClosedError,
     SessionExpiredError,
@@ -182,7 +184,9 @@ class Catalog:
         self.dialect = self.engine.dialect.name
         self._now = dia.now_sql(self.dialect)
         self._upsert_staged = dia.upsert(staged, self.dialect, ["hash", "length", "inline"])
-        self._insert_blob = dia.insert_ignore(blobs, self.dialect)
+        # Writing a blob that exists refreshes its created_at: garbage collection deletes a
+        # blob only if it was not written again since it was marked (docs/history.md).
+        self._insert_blob = dia.upsert(blobs, self.dialect, ["created_at"])
         self._insert_read = dia.insert_ignore(reads, self.dialect)
         self._ensure_schema()
 
@@ -463,6 +467,9 @@ class Catalog:
 
     def create_ref(self, repo_id: int, name: str, kind: str, commit_id: str, author: str) -> None:
         with self._tx(write=True) as conn:
+            # expire (which takes the fence exclusively) cannot delete the commit between the
+            # check below and the insert
+            dia.gc_fence(conn, repo_id, exclusive=False)
             existing = conn.execute(
                 sa.select(refs.c.kind).where(refs.c.repo_id == repo_id, refs.c.name == name)
             ).scalar()
@@ -507,6 +514,7 @@ class Catalog:
     ) -> bool:
         """Compare-and-swap a branch (explicit resets); ``False`` if it was not at ``expected``."""
         with self._tx(write=True) as conn:
+            dia.gc_fence(conn, repo_id, exclusive=False)  # see create_ref
             if not conn.execute(
                 sa.select(commits.c.id).where(commits.c.repo_id == repo_id, commits.c.id == new)
             ).first():
@@ -618,6 +626,7 @@ class Catalog:
         with self._tx(write=True) as conn:
             now = self.now(conn)
             self._check_session(conn, session_id, now)
+            self._refuse_swept_objects(conn, repo_id, session_id)
             head = conn.execute(
                 sa.select(refs.c.commit_id)
                 .where(refs.c.repo_id == repo_id, refs.c.name == branch, refs.c.kind == "branch")
@@ -916,3 +925,460 @@ class Catalog:
                     sa.select(reads.c.path, reads.c.key).where(reads.c.session_id == session_id)
                 )
             ]
+
+    # == history and maintenance ==================================================================
+    # Queries of zarrlake.history (ref expressions, merges, reverts) and zarrlake.maintenance
+    # (gc, expire, fsck). Garbage collection's safety argument is in docs/history.md; its
+    # commit-side half is _refuse_swept_objects, called by every session commit.
+
+    _BATCH = 500  # hashes or ids per IN (...) list
+
+    @classmethod
+    def _batches(cls, items: Sequence[Any]) -> Iterator[Sequence[Any]]:
+        for i in range(0, len(items), cls._BATCH):
+            yield items[i : i + cls._BATCH]
+
+    def nth_ancestor(self, repo_id: int, commit_id: str, n: int) -> str | None:
+        """The ``n``-th first-parent ancestor of a commit (walks ``n`` steps, no further)."""
+        base = sa.select(
+            commits.c.id, commits.c.parent_id, sa.literal_column("0").label("depth")
+        ).where(commits.c.repo_id == repo_id, commits.c.id == commit_id)
+        chain = base.cte("nth", recursive=True)
+        step = (
+            sa.select(commits.c.id, commits.c.parent_id, (chain.c.depth + 1).label("depth"))
+            .join(chain, sa.and_(commits.c.repo_id == repo_id, commits.c.id == chain.c.parent_id))
+            .where(chain.c.depth < n)
+        )
+        chain = chain.union_all(step)
+        with self._tx() as conn:
+            return conn.execute(sa.select(chain.c.id).where(chain.c.depth == n)).scalar()
+
+    def reflog_position(self, repo_id: int, name: str, n: int) -> RefLogRow | None:
+        """The ``n``-th newest ref log entry of a ref (0 is the latest move)."""
+        q = (
+            sa.select(reflog)
+            .where(reflog.c.repo_id == repo_id, reflog.c.name == name)
+            .order_by(reflog.c.id.desc())
+            .offset(n)
+            .limit(1)
+        )
+        with self._tx() as conn:
+            r = conn.execute(q).first()
+        if r is None:
+            return None
+        return RefLogRow(
+            r.name, r.action, r.old_commit, r.new_commit, r.author, float(r.at), r.message
+        )
+
+    def commit_graph(
+        self, repo_id: int, heads: Sequence[str], min_generation: int
+    ) -> dict[str, tuple[str | None, str | None, int]]:
+        """Commits reachable from ``heads`` through both parents, down to ``min_generation``:
+        id -> (parent, merge parent, generation). One recursive query."""
+        cols = [commits.c.id, commits.c.parent_id, commits.c.merge_parent_id, commits.c.generation]
+        base = sa.select(*cols).where(commits.c.repo_id == repo_id, commits.c.id.in_(list(heads)))
+        graph = base.cte("graph", recursive=True)
+        step = (
+            sa.select(*cols)
+            .join(
+                graph,
+                sa.and_(
+                    commits.c.repo_id == repo_id,
+                    sa.or_(
+                        commits.c.id == graph.c.parent_id,
+                        commits.c.id == graph.c.merge_parent_id,
+                    ),
+                ),
+            )
+            .where(commits.c.generation >= min_generation)
+        )
+        graph = graph.union(step)
+        with self._tx() as conn:
+            return {
+                r.id: (r.parent_id, r.merge_parent_id, int(r.generation))
+                for r in conn.execute(sa.select(graph))
+            }
+
+    def insert_commit_checked(
+        self,
+        repo_id: int,
+        branch: str,
+        base: str,
+        row: CommitRow,
+        new_blobs: dict[bytes, tuple[str, bytes]],
+        *,
+        require: Iterable[str],
+        action: str,
+    ) -> float | None:
+        """A session-less commit (merge, revert) built from the snapshots of ``require``.
+
+        Those commits must still exist (``expire`` may have dropped one meanwhile; their rows
+        are share-locked so it cannot until this commits). CAS on ``branch`` from ``base``:
+        ``None`` if the branch moved. The ref log records ``action``.
+        """
+        need = sorted(set(require))
+        try:
+            with self._tx(write=True) as conn:
+                found = set(
+                    conn.execute(
+                        sa.select(commits.c.id)
+                        .where(commits.c.repo_id == repo_id, commits.c.id.in_(need))
+                        .with_for_update(read=True)
+                    ).scalars()
+                )
+                missing = [c for c in need if c not in found]
+                if missing:
+                    raise NotFoundError(
+                        f"commit(s) {', '.join(missing)} no longer exist (expired meanwhile?)"
+                    )
+                now = self.now(conn)
+                self._put_blobs(conn, repo_id, new_blobs, now)
+                conn.execute(
+                    sa.insert(commits).values(
+                        repo_id=repo_id,
+                        id=row.id,
+                        parent_id=row.parent_id,
+                        merge_parent_id=row.merge_parent_id,
+                        root_hash=row.root_hash,
+                        changes_hash=row.changes_hash,
+                        author=row.author,
+                        message=row.message,
+                        meta=json.dumps(row.meta),
+                        created_at=now,
+                        generation=row.generation,
+                    )
+                )
+                if not self._cas(conn, repo_id, branch, base, row.id, now):
+                    raise _CasLost
+                self._log_ref(
+                    conn, repo_id, branch, action, base, row.id, row.author, now, row.message
+                )
+                return now
+        except _CasLost:
+            return None
+
+    def all_commits(self, repo_id: int) -> list[CommitRow]:
+        """Every commit of a repo (for gc, expire and fsck)."""
+        with self._tx() as conn:
+            return [
+                _commit_row(r)
+                for r in conn.execute(sa.select(*_COMMIT_COLS).where(commits.c.repo_id == repo_id))
+            ]
+
+    def delete_commits(self, repo_id: int, ids: Sequence[str]) -> list[str]:
+        """Delete commits (``expire``), except any that a ref or an open session's base points
+        to at the moment of deletion. Returns the ids deleted."""
+        protected_refs = sa.select(refs.c.commit_id).where(refs.c.repo_id == repo_id)
+        protected_bases = sa.select(sessions.c.base_commit).where(
+            sessions.c.repo_id == repo_id, sessions.c.status == "open"
+        )
+        deleted: list[str] = []
+        for batch in self._batches(sorted(ids)):
+            with self._tx(write=True) as conn:
+                # refs created or moved meanwhile are seen by the protection below
+                dia.gc_fence(conn, repo_id, exclusive=True)
+                deleted += conn.execute(
+                    sa.delete(commits)
+                    .where(
+                        commits.c.repo_id == repo_id,
+                        commits.c.id.in_(list(batch)),
+                        commits.c.id.not_in(protected_refs),
+                        commits.c.id.not_in(protected_bases),
+                    )
+                    .returning(commits.c.id)
+                ).scalars()
+        return deleted
+
+    def live_staged(self, repo_id: int) -> tuple[set[bytes], set[bytes]]:
+        """(object hashes, blob hashes) staged by open, unexpired sessions: gc roots."""
+        with self._tx() as conn:
+            now = self.now(conn)
+            rows = conn.execute(
+                sa.select(staged.c.kind, staged.c.hash, staged.c.inline.is_(None).label("obj"))
+                .select_from(staged.join(sessions, sessions.c.id == staged.c.session_id))
+                .where(
+                    sessions.c.repo_id == repo_id,
+                    sessions.c.status == "open",
+                    sessions.c.expires_at > now,
+                    staged.c.hash.is_not(None),
+                )
+            ).all()
+        objects = {bytes(r.hash) for r in rows if r.kind in ("chunk", "raw") and r.obj}
+        metas = {bytes(r.hash) for r in rows if r.kind == "meta"}
+        return objects, metas
+
+    def get_blobs(self, repo_id: int, hashes: Sequence[bytes]) -> dict[bytes, tuple[str, bytes]]:
+        """Several catalog nodes at once: hash -> (kind, bytes); missing ones are left out."""
+        out: dict[bytes, tuple[str, bytes]] = {}
+        for batch in self._batches(list(hashes)):
+            with self._tx() as conn:
+                for r in conn.execute(
+                    sa.select(blobs.c.hash, blobs.c.kind, blobs.c.data).where(
+                        blobs.c.repo_id == repo_id, blobs.c.hash.in_(list(batch))
+                    )
+                ):
+                    out[bytes(r.hash)] = (r.kind, bytes(r.data))
+        return out
+
+    def blob_index(self, repo_id: int) -> dict[bytes, tuple[str, int]]:
+        """Every catalog node of a repo: hash -> (kind, size in bytes)."""
+        with self._tx() as conn:
+            return {
+                bytes(r.hash): (r.kind, int(r.size))
+                for r in conn.execute(
+                    sa.select(
+                        blobs.c.hash, blobs.c.kind, sa.func.length(blobs.c.data).label("size")
+                    ).where(blobs.c.repo_id == repo_id)
+                )
+            }
+
+    def gc_mark(self, repo_id: int, items: Sequence[tuple[str, bytes, int]]) -> None:
+        """Record (kind, hash, size) as unreachable now, unless already marked."""
+        ins = dia.insert_ignore(gc_marks, self.dialect)
+        for batch in self._batches(list(items)):
+            with self._tx(write=True) as conn:
+                now = self.now(conn)
+                conn.execute(
+                    ins,
+                    [
+                        {
+                            "repo_id": repo_id,
+                            "kind": k,
+                            "hash": h,
+                            "state": "marked",
+                            "size": n,
+                            "marked_at": now,
+                            "run_id": None,
+                            "deleted_at": None,
+                        }
+                        for k, h, n in batch
+                    ],
+                )
+
+    def gc_marks(self, repo_id: int, kind: str) -> list[tuple[bytes, str, int, float]]:
+        """(hash, state, size, marked_at) of every mark of a kind."""
+        with self._tx() as conn:
+            return [
+                (bytes(r.hash), r.state, int(r.size), float(r.marked_at))
+                for r in conn.execute(
+                    sa.select(
+                        gc_marks.c.hash, gc_marks.c.state, gc_marks.c.size, gc_marks.c.marked_at
+                    ).where(gc_marks.c.repo_id == repo_id, gc_marks.c.kind == kind)
+                )
+            ]
+
+    def gc_unmark(self, repo_id: int, kind: str, hashes: Sequence[bytes]) -> None:
+        """Forget marks (not claims nor tombstones) of things found in use again or gone."""
+        for batch in self._batches(list(hashes)):
+            with self._tx(write=True) as conn:
+                conn.execute(
+                    sa.delete(gc_marks).where(
+                        gc_marks.c.repo_id == repo_id,
+                        gc_marks.c.kind == kind,
+                        gc_marks.c.state == "marked",
+                        gc_marks.c.hash.in_(list(batch)),
+                    )
+                )
+
+    def gc_eligible(self, repo_id: int, kind: str, grace: float) -> list[tuple[bytes, int]]:
+        """(hash, size) of marks at least ``grace`` seconds old (by the catalog's clock)."""
+        with self._tx() as conn:
+            cutoff = self.now(conn) - grace
+            return [
+                (bytes(r.hash), int(r.size))
+                for r in conn.execute(
+                    sa.select(gc_marks.c.hash, gc_marks.c.size).where(
+                        gc_marks.c.repo_id == repo_id,
+                        gc_marks.c.kind == kind,
+                        gc_marks.c.state == "marked",
+                        gc_marks.c.marked_at <= cutoff,
+                    )
+                )
+            ]
+
+    def gc_claim(
+        self, repo_id: int, run_id: str, hashes: Sequence[bytes], grace: float
+    ) -> tuple[list[tuple[bytes, int]], list[tuple[bytes, int]]]:
+        """Claim objects for deletion by gc run ``run_id``: (claimed, taken over).
+
+        Claimed: marks of ``hashes`` still marked and at least ``grace`` seconds old. Taken
+        over: claims of other runs (crashed or concurrent), whatever they were. Runs under
+        the exclusive gc fence, so every session commit is wholly before it (and then visible
+        to the liveness check that follows) or wholly after it (and then sees the claims).
+        """
+        m = gc_marks
+        claimed: list[tuple[bytes, int]] = []
+        with self._tx(write=True) as conn:
+            dia.gc_fence(conn, repo_id, exclusive=True)
+            cutoff = self.now(conn) - grace
+            for batch in self._batches(list(hashes)):
+                claimed += [
+                    (bytes(r.hash), int(r.size))
+                    for r in conn.execute(
+                        sa.update(m)
+                        .where(
+                            m.c.repo_id == repo_id,
+                            m.c.kind == "object",
+                            m.c.state == "marked",
+                            m.c.marked_at <= cutoff,
+                            m.c.hash.in_(list(batch)),
+                        )
+                        .values(state="deleting", run_id=run_id)
+                        .returning(m.c.hash, m.c.size)
+                    )
+                ]
+            taken = [
+                (bytes(r.hash), int(r.size))
+                for r in conn.execute(
+                    sa.update(m)
+                    .where(
+                        m.c.repo_id == repo_id,
+                        m.c.kind == "object",
+                        m.c.state == "deleting",
+                        m.c.run_id != run_id,
+                    )
+                    .values(run_id=run_id)
+                    .returning(m.c.hash, m.c.size)
+                )
+            ]
+        return claimed, taken
+
+    def gc_release(self, repo_id: int, run_id: str, hashes: Sequence[bytes]) -> list[bytes]:
+        """Drop this run's claims on objects found in use; returns those still claimed by it
+        (a claim another run took over is not this run's to release)."""
+        released: list[bytes] = []
+        m = gc_marks
+        for batch in self._batches(list(hashes)):
+            with self._tx(write=True) as conn:
+                released += [
+                    bytes(h)
+                    for h in conn.execute(
+                        sa.delete(m)
+                        .where(
+                            m.c.repo_id == repo_id,
+                            m.c.kind == "object",
+                            m.c.state == "deleting",
+                            m.c.run_id == run_id,
+                            m.c.hash.in_(list(batch)),
+                        )
+                        .returning(m.c.hash)
+                    ).scalars()
+                ]
+        return released
+
+    def gc_tombstone(self, repo_id: int, hashes: Sequence[bytes]) -> None:
+        """Record claimed objects as deleted (now, by the catalog's clock)."""
+        m = gc_marks
+        for batch in self._batches(list(hashes)):
+            with self._tx(write=True) as conn:
+                conn.execute(
+                    sa.update(m)
+                    .where(
+                        m.c.repo_id == repo_id,
+                        m.c.kind == "object",
+                        m.c.state == "deleting",
+                        m.c.hash.in_(list(batch)),
+                    )
+                    .values(state="deleted", deleted_at=self.now(conn))
+                )
+
+    def gc_delete_blobs(self, repo_id: int, hashes: Sequence[bytes], grace: float) -> list[bytes]:
+        """Delete catalog nodes whose mark is at least ``grace`` seconds old and that were not
+        written again since they were marked; forget their marks. Returns the hashes deleted.
+
+        The check and the delete are one statement, so a commit writing the same node is
+        either before it (the node survives) or after it (the commit inserts it afresh).
+        """
+        m = gc_marks
+        deleted: list[bytes] = []
+        for batch in self._batches(list(hashes)):
+            with self._tx(write=True) as conn:
+                cutoff = self.now(conn) - grace
+                unchanged = (
+                    sa.select(m.c.hash)
+                    .where(
+                        m.c.repo_id == blobs.c.repo_id,
+                        m.c.kind == "blob",
+                        m.c.hash == blobs.c.hash,
+                        m.c.state == "marked",
+                        m.c.marked_at <= cutoff,
+                        blobs.c.created_at < m.c.marked_at,
+                    )
+                    .exists()
+                )
+                deleted += [
+                    bytes(h)
+                    for h in conn.execute(
+                        sa.delete(blobs)
+                        .where(blobs.c.repo_id == repo_id, blobs.c.hash.in_(list(batch)), unchanged)
+                        .returning(blobs.c.hash)
+                    ).scalars()
+                ]
+                conn.execute(
+                    sa.delete(m).where(
+                        m.c.repo_id == repo_id, m.c.kind == "blob", m.c.hash.in_(list(batch))
+                    )
+                )
+        return deleted
+
+    def gc_purge_tombstones(self, repo_id: int) -> int:
+        """Forget deleted objects that no open session predates (none of those can be
+        refused any more). Returns how many were forgotten."""
+        m = gc_marks
+        with self._tx(write=True) as conn:
+            now = self.now(conn)
+            oldest = conn.execute(
+                sa.select(sa.func.min(sessions.c.created_at)).where(
+                    sessions.c.repo_id == repo_id,
+                    sessions.c.status == "open",
+                    sessions.c.expires_at > now,
+                )
+            ).scalar()
+            cond = [m.c.repo_id == repo_id, m.c.kind == "object", m.c.state == "deleted"]
+            if oldest is not None:
+                cond.append(m.c.deleted_at < float(oldest))
+            return int(conn.execute(sa.delete(m).where(*cond)).rowcount)
+
+    def _refuse_swept_objects(self, conn: sa.Connection, repo_id: int, session_id: str) -> None:
+        """Refuse a session commit that stages an object gc is deleting, or deleted after the
+        session began (the session may have deduplicated against it before it went)."""
+        dia.gc_fence(conn, repo_id, exclusive=False)
+        m = gc_marks
+        any_claim = conn.execute(
+            sa.select(m.c.hash)
+            .where(
+                m.c.repo_id == repo_id,
+                m.c.kind == "object",
+                m.c.state.in_(("deleting", "deleted")),
+            )
+            .limit(1)
+        ).first()
+        if any_claim is None:
+            return
+        began = (
+            sa.select(sessions.c.created_at).where(sessions.c.id == session_id).scalar_subquery()
+        )
+        hits = conn.execute(
+            sa.select(m.c.hash)
+            .select_from(m.join(staged, staged.c.hash == m.c.hash))
+            .where(
+                staged.c.session_id == session_id,
+                staged.c.kind.in_(("chunk", "raw")),
+                staged.c.inline.is_(None),
+                m.c.repo_id == repo_id,
+                m.c.kind == "object",
+                sa.or_(
+                    m.c.state == "deleting",
+                    sa.and_(m.c.state == "deleted", m.c.deleted_at >= began),
+                ),
+            )
+            .limit(5)
+        ).scalars()
+        found = [bytes(h).hex() for h in hits]
+        if found:
+            raise ObjectMissingError(
+                f"session {session_id} stages chunk object(s) {', '.join(f[:12] for f in found)} "
+                "that garbage collection is deleting or deleted while the session was open, so "
+                "the commit was refused and nothing changed. Commit again once gc has finished; "
+                "if it still fails, write those chunks in a new session"
+            )

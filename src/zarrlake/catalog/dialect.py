@@ -9,6 +9,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 __all__ = [
     "configure_engine",
+    "gc_fence",
     "insert_ignore",
     "is_busy_error",
     "make_engine",
@@ -85,6 +86,17 @@ def schema_lock(conn: sa.Connection) -> None:
     """Serialize schema creation between processes (SQLite's BEGIN IMMEDIATE already does)."""
     if conn.dialect.name == "postgresql":
         conn.execute(sa.text("SELECT pg_advisory_xact_lock(7269837456)"))
+
+
+def gc_fence(conn: sa.Connection, repo_id: int, *, exclusive: bool) -> None:
+    """Order session commits (shared) against garbage collection claiming objects (exclusive).
+
+    PostgreSQL runs them concurrently, so they take a transaction-scoped advisory lock per
+    repo; SQLite already runs one writing transaction at a time.
+    """
+    if conn.dialect.name == "postgresql":
+        fn = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
+        conn.execute(sa.text(f"SELECT {fn}(7269837, :repo)"), {"repo": repo_id})
 
 
 def is_busy_error(exc: BaseException) -> bool:

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "metadata"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 metadata = sa.MetaData()
 
@@ -130,5 +130,28 @@ reads = sa.Table(
     sa.Column("key", sa.Text, primary_key=True),
 )
 
+# Garbage collection's bookkeeping (version 2). kind: "object" (a chunk object) or "blob" (a
+# zl_blobs row). state: "marked" (found unreachable at marked_at), "deleting" (claimed by gc run
+# run_id, about to be deleted), "deleted" (an object gone since deleted_at: a commit of a session
+# created before then that stages it is refused). See docs/history.md, "Garbage collection".
+gc_marks = sa.Table(
+    "zl_gc_marks",
+    metadata,
+    sa.Column("repo_id", sa.Integer, primary_key=True),
+    sa.Column("kind", sa.String(8), primary_key=True),
+    sa.Column("hash", Hash, primary_key=True),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("size", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("marked_at", sa.Float, nullable=False),
+    sa.Column("run_id", Id, nullable=True),
+    sa.Column("deleted_at", sa.Float, nullable=True),
+    sa.Index("zl_gc_marks_state", "repo_id", "kind", "state"),
+)
+
+
+def _v2_gc_marks(conn: sa.Connection) -> None:
+    gc_marks.create(conn, checkfirst=True)
+
+
 # version -> function upgrading a catalog from version-1 to version, inside one transaction.
-MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {}
+MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {2: _v2_gc_marks}

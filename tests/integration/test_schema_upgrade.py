@@ -1,0 +1,79 @@
+"""Opening a version-1 catalog (before garbage collection's table) upgrades it in place."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sqlalchemy as sa
+import zarr
+
+import zarrlake
+from tests.conftest import PG_URL, _need_postgres
+from zarrlake.catalog import SCHEMA_VERSION, Catalog
+from zarrlake.catalog.schema import info
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def private_catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A catalog URL of our own: a SQLite file, or a private PostgreSQL schema (the shared
+    test database's tables must not be downgraded under other tests)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'catalog.db'}"
+        return
+    _need_postgres()
+    schema = f"zl_upgrade_{uuid.uuid4().hex[:10]}"
+    admin = sa.create_engine(PG_URL)
+    with admin.begin() as conn:
+        conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
+    try:
+        yield f"{PG_URL}?options=-csearch_path%3D{schema}"
+    finally:
+        with admin.begin() as conn:
+            conn.execute(sa.text(f"DROP SCHEMA {schema} CASCADE"))
+        admin.dispose()
+
+
+def _downgrade_to_v1(url: str) -> None:
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("DROP TABLE zl_gc_marks"))
+        conn.execute(sa.update(info).where(info.c.key == "schema_version").values(value="1"))
+    engine.dispose()
+
+
+def test_v1_catalog_is_upgraded_and_keeps_its_data(private_catalog: str, tmp_path: Path) -> None:
+    assert SCHEMA_VERSION == 2
+    repo = zarrlake.Repo.create(catalog=private_catalog, storage=str(tmp_path / "objects"))
+    s = repo.writable_session()
+    arr = zarr.open_group(s.store).create_array(
+        "a", shape=(256,), chunks=(128,), dtype="i8", compressors=None
+    )
+    arr[:] = np.arange(256)
+    commit = s.commit("v1 data")
+    _downgrade_to_v1(private_catalog)
+
+    upgraded = Catalog(private_catalog)  # a fresh connection sees version 1 and migrates
+    with upgraded.engine.connect() as conn:
+        assert sa.inspect(conn).has_table("zl_gc_marks")
+        assert (
+            conn.execute(sa.select(info.c.value).where(info.c.key == "schema_version")).scalar()
+            == "2"
+        )
+    assert upgraded.migrate() == 2  # idempotent
+    upgraded.engine.dispose()
+
+    again = zarrlake.Repo.open(catalog=private_catalog, name=repo.name)
+    np.testing.assert_array_equal(
+        zarr.open_array(again.readonly_session(ref=commit).store, path="a")[:], np.arange(256)
+    )
+    stale = again.writable_session()
+    zarr.open_array(stale.store, path="a", mode="r+")[:] = 1
+    stale.flush()
+    stale.abandon()
+    assert again.gc(timedelta(0)).objects_deleted == 1  # the abandoned session's object
+    assert again.fsck(verify=True).ok
