@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from zarrlake.catalog import Catalog
@@ -12,24 +12,49 @@ from zarrlake.model import ChangeSet, ManifestIndex, NodeMeta, Root, Shard, pars
 
 __all__ = ["CatalogReader"]
 
+_PREFETCH_METAS = 64  # a root with more nodes loads their documents as they are opened
+
 
 class _LRU:
+    """A thread-safe LRU cache that loads each missing key once, however many threads ask
+    for it at the same time (zarr reads several keys of one node concurrently)."""
+
     def __init__(self, size: int) -> None:
         self.size = size
         self.data: OrderedDict[Any, Any] = OrderedDict()
         self.lock = threading.Lock()
+        self.loading: dict[Any, threading.Event] = {}
 
-    def get(self, key: Any, make: Callable[[], Any]) -> Any:
+    def has(self, key: Any) -> bool:
         with self.lock:
-            if key in self.data:
-                self.data.move_to_end(key)
-                return self.data[key]
-        value = make()
+            return key in self.data
+
+    def put(self, key: Any, value: Any) -> None:
         with self.lock:
             self.data[key] = value
+            self.data.move_to_end(key)
             if len(self.data) > self.size:
                 self.data.popitem(last=False)
-        return value
+
+    def get(self, key: Any, make: Callable[[], Any]) -> Any:
+        while True:
+            with self.lock:
+                if key in self.data:
+                    self.data.move_to_end(key)
+                    return self.data[key]
+                busy = self.loading.get(key)
+                if busy is None:
+                    busy = self.loading[key] = threading.Event()
+                    break
+            busy.wait()  # another thread is loading it; then look again (it may have failed)
+        try:
+            value = make()
+            self.put(key, value)
+            return value
+        finally:
+            with self.lock:
+                del self.loading[key]
+            busy.set()
 
 
 class CatalogReader:
@@ -71,11 +96,42 @@ class CatalogReader:
     def index(self, h: bytes) -> ManifestIndex:
         return self._small.get(("i", h), lambda: ManifestIndex.decode(self._blob(h)))  # type: ignore[no-any-return]
 
+    def prefetch_shards(self, hashes: Sequence[bytes]) -> None:
+        """Load the shards not cached yet in one query per few hundred (a diff or a commit
+        touching many shards would otherwise pay one catalog round trip per shard)."""
+        missing = [h for h in dict.fromkeys(hashes) if not self._shards.has(h)]
+        if not missing:
+            return
+        for h, (_kind, data) in self.catalog.get_blobs(self.repo_id, missing).items():
+            self._shards.put(h, Shard.decode(data))
+
     def shard(self, h: bytes) -> Shard:
         return self._shards.get(h, lambda: Shard.decode(self._blob(h)))  # type: ignore[no-any-return]
 
+    def has_root(self, h: bytes) -> bool:
+        return self._small.has(("r", h))
+
+    def prime_root_bytes(self, h: bytes, data: bytes) -> Root:
+        root = self._decode_root(data)
+        self._small.put(("r", h), root)
+        return root
+
     def root(self, h: bytes) -> Root:
-        return self._small.get(("r", h), lambda: Root.decode(self._blob(h)))  # type: ignore[no-any-return]
+        return self._small.get(("r", h), lambda: self._decode_root(self._blob(h)))  # type: ignore[no-any-return]
+
+    def _decode_root(self, data: bytes) -> Root:
+        root = Root.decode(data)
+        self.prefetch_metas([n.meta for n in root.nodes.values()])
+        return root
+
+    def prefetch_metas(self, hashes: Sequence[bytes]) -> None:
+        """Load the metadata documents of a small hierarchy in one query: opening a node
+        reads its own and its parents' documents."""
+        missing = [h for h in dict.fromkeys(hashes) if not self._small.has(("m", h))]
+        if not missing or len(missing) > _PREFETCH_METAS:
+            return
+        for h, (_kind, data) in self.catalog.get_blobs(self.repo_id, missing).items():
+            self._small.put(("m", h), data)
 
     def changes(self, h: bytes) -> ChangeSet:
         return self._small.get(("c", h), lambda: ChangeSet.decode(self._blob(h)))  # type: ignore[no-any-return]

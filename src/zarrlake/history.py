@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, get_args
 
 from zarrlake.catalog import CommitRow
@@ -51,11 +51,13 @@ _MICROSECOND = 1e-6
 
 def _lookup_base(repo: Repo, name: str) -> str:
     """A branch, tag, commit id or unique commit id prefix."""
-    found = repo._catalog.get_ref(repo._id, name)
-    if found is not None:
-        return found[1]
-    if _COMMIT_PREFIX_MIN <= len(name) <= 40 and all(c in "0123456789abcdef" for c in name):
-        matches = repo._catalog.commits_with_prefix(repo._id, name)
+    hexlike = _COMMIT_PREFIX_MIN <= len(name) <= 40 and all(c in "0123456789abcdef" for c in name)
+    found = repo._catalog.lookup(repo._id, name, prefix=hexlike)
+    ref = [c for what, c in found if what == "ref"]
+    if ref:
+        return ref[0]  # refs first, as git does
+    if hexlike:
+        matches = [c for what, c in found if what == "commit"]
         if len(matches) == 1:
             return matches[0]
         if len(matches) > 1:
@@ -195,6 +197,9 @@ class _Overlay:
     def shard(self, h: bytes) -> Shard:
         found = self.blobs.get(h)
         return Shard.decode(found[1]) if found is not None else self.reader.shard(h)
+
+    def prefetch_shards(self, hashes: Sequence[bytes]) -> None:
+        self.reader.prefetch_shards([h for h in hashes if h not in self.blobs])
 
 
 def _root(repo: Repo, commit: str) -> tuple[CommitRow, Root]:

@@ -297,8 +297,11 @@ class Session:
     # -- view ----------------------------------------------------------------------------------
 
     def _load_base(self, commit: str, row: CommitRow | None = None) -> None:
+        reader = self.repo._reader
         if row is None or row.id != commit:
-            row = self.repo._catalog.get_commit(self.repo._id, commit)
+            row, data = self.repo._catalog.get_commit_and_blob(self.repo._id, commit)
+            if data is not None and not reader.has_root(row.root_hash):
+                reader.prime_root_bytes(row.root_hash, data)
         self._base_root: Root = self.repo._reader.root(row.root_hash)
         self._base_generation = row.generation
 

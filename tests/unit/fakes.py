@@ -31,6 +31,9 @@ class FakeReader:
         self.blobs[h] = ("meta", data)
         return h
 
+    def prefetch_shards(self, hashes: object) -> None:
+        """Nothing to prefetch in memory; loads are counted where shards are used."""
+
     def _get(self, h: bytes, kind: str) -> bytes:
         found_kind, data = self.blobs[h]
         assert found_kind == kind, f"asked for a {kind}, holds a {found_kind}"

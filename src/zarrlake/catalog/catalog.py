@@ -366,6 +366,39 @@ class Catalog:
             raise NotFoundError(f"no commit {commit_id!r} in this repo")
         return _commit_row(row)
 
+    def lookup(self, repo_id: int, name: str, *, prefix: bool) -> list[tuple[str, str]]:
+        """What ``name`` may mean, in one round trip: ``("ref", commit)`` if a branch or tag
+        has that name, and up to two ``("commit", id)`` whose id starts with it (if
+        ``prefix``)."""
+        q: Any = sa.select(sa.literal("ref").label("what"), refs.c.commit_id.label("id")).where(
+            refs.c.repo_id == repo_id, refs.c.name == name
+        )
+        if prefix:
+            by_id = (
+                sa.select(sa.literal("commit").label("what"), commits.c.id.label("id"))
+                .where(commits.c.repo_id == repo_id, commits.c.id.startswith(name, autoescape=True))
+                .limit(2)
+            )
+            q = sa.union_all(q, by_id.subquery().select())
+        with self._tx() as conn:
+            return [(str(r.what), str(r.id)) for r in conn.execute(q)]
+
+    def get_commit_and_blob(self, repo_id: int, commit_id: str) -> tuple[CommitRow, bytes | None]:
+        """A commit and its snapshot root's bytes, in one round trip."""
+        q = (
+            sa.select(*_COMMIT_COLS, blobs.c.data.label("root_data"))
+            .select_from(commits)
+            .outerjoin(
+                blobs, sa.and_(blobs.c.repo_id == repo_id, blobs.c.hash == commits.c.root_hash)
+            )
+            .where(commits.c.repo_id == repo_id, commits.c.id == commit_id)
+        )
+        with self._tx() as conn:
+            row = conn.execute(q).first()
+        if row is None:
+            raise NotFoundError(f"no commit {commit_id!r} in this repo")
+        return _commit_row(row), None if row.root_data is None else bytes(row.root_data)
+
     def commits_with_prefix(self, repo_id: int, prefix: str, limit: int = 2) -> list[str]:
         with self._tx() as conn:
             return [

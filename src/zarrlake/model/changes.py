@@ -10,7 +10,7 @@ import base64
 import json
 import zlib
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -50,6 +50,8 @@ class SnapshotReader(Protocol):
     def node_meta(self, h: bytes) -> NodeMeta: ...
     def index(self, h: bytes) -> ManifestIndex: ...
     def shard(self, h: bytes) -> Shard: ...
+    def prefetch_shards(self, hashes: Sequence[bytes]) -> None:
+        """Load many shards at once (one round trip) ahead of ``shard`` calls."""
 
 
 @dataclass(slots=True)
@@ -295,6 +297,8 @@ def _apply_chunks(
     for coords, ref in updates.items():
         pos, flat = split_coords(coords, shard_shape)
         by_shard[pos][flat] = ref
+    if len(by_shard) > 1:
+        reader.prefetch_shards([shards[p] for p in by_shard if p in shards])
     changed: list[ChunkCoords] = []
     for pos, ups in by_shard.items():
         old_hash = shards.get(pos)

@@ -457,10 +457,16 @@ def manifest_delta(
     shape = known.shard_shape if known is not None else ()
     a_shards = before.shards if before is not None else {}
     b_shards = after.shards if after is not None else {}
-    for pos in sorted(set(a_shards) | set(b_shards)):
+    differing = [
+        pos
+        for pos in sorted(set(a_shards) | set(b_shards))
+        if a_shards.get(pos) != b_shards.get(pos)
+    ]
+    if len(differing) > 1:
+        hashes = [h for p in differing for h in (a_shards.get(p), b_shards.get(p)) if h is not None]
+        reader.prefetch_shards(hashes)
+    for pos in differing:
         ha, hb = a_shards.get(pos), b_shards.get(pos)
-        if ha == hb:
-            continue
         sa = reader.shard(ha) if ha is not None else Shard.empty()
         sb = reader.shard(hb) if hb is not None else Shard.empty()
         added, changed, removed = _compare_shards(sa, sb)
