@@ -299,6 +299,9 @@ def _recently_touched(objects: ObjectStore, h: bytes, grace: float) -> bool:
 # -- gc ----------------------------------------------------------------------------------------
 
 
+_TEMP_FILE_AGE = 3600.0
+
+
 def gc(repo: Repo, grace: timedelta, *, dry_run: bool, progress: bool | None) -> GCReport:
     """Delete chunk objects and catalog nodes that no commit or open session reaches and that
     were found unreachable at least ``grace`` ago (see ``Repo.gc``)."""
@@ -374,6 +377,9 @@ def gc(repo: Repo, grace: timedelta, *, dry_run: bool, progress: bool | None) ->
             rid, [h for h in ripe_nodes if h not in now_live.nodes], g
         )
     cat.gc_purge_tombstones(rid)
+    # A writer writes a temporary file and renames it in milliseconds: one that is an hour old
+    # (or older than the grace) was left by a killed process.
+    objects.remove_stale_temporaries(time.time() - max(g, _TEMP_FILE_AGE))
     node_bytes = sum(nodes.get(h, ("", 0))[1] for h in deleted_nodes)
     return GCReport(
         objects_deleted=freed_objects,

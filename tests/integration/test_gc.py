@@ -4,9 +4,12 @@ roots, the two phases, races with writers in other processes, and crashes at any
 from __future__ import annotations
 
 import hashlib
+import os
 import signal
+import time
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -104,6 +107,21 @@ def test_gc_removes_exactly_the_unreachable_objects(lake: zarrlake.Repo) -> None
     assert repo.fsck(verify=True).ok
     # nothing else to free: a second run deletes nothing
     assert repo.gc(timedelta(0)).deleted == 0
+
+
+def test_gc_removes_partial_writes_left_by_killed_writers(lake: zarrlake.Repo) -> None:
+    repo = lake
+    commit_value(repo, 1)
+    some_dir = next(p for p in (Path(repo.storage) / "chunks").iterdir() if p.is_dir())
+    stale, fresh = some_dir / "ab12.999.1.tmp", some_dir / "cd34.999.2.tmp"
+    stale.write_bytes(b"half a chunk")
+    fresh.write_bytes(b"a write in flight")
+    two_hours_ago = time.time() - 7200
+    os.utime(stale, (two_hours_ago, two_hours_ago))
+    repo.gc(timedelta(0))
+    assert not stale.exists()
+    assert fresh.exists()  # may belong to a writer that is still running
+    assert reads(repo, "main") == 1
 
 
 def test_expire_then_gc_frees_the_dropped_history(lake: zarrlake.Repo) -> None:

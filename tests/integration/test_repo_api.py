@@ -16,6 +16,7 @@ import zarr
 import zarrlake
 from tests.conftest import unique
 from zarrlake.catalog.schema import SCHEMA_VERSION
+from zarrlake.model.manifest import SHARD_TARGET
 
 
 def _write(repo: zarrlake.Repo, values: np.ndarray, path: str = "a", chunks: int = 4) -> str:
@@ -267,7 +268,9 @@ def test_commit_cost_does_not_copy_unchanged_shards(
 ) -> None:
     repo = make_repo()
     s = repo.writable_session()
-    arr = zarr.open_group(s.store).create_array("a", shape=(30_000,), chunks=(1,), dtype="i1")
+    arr = zarr.open_group(s.store).create_array(
+        "a", shape=(3 * SHARD_TARGET,), chunks=(1,), dtype="i1"
+    )
     arr[:] = 1
     first = s.commit("3 shards of refs")
     root = repo._reader.root(repo._catalog.get_commit(repo._id, first).root_hash)

@@ -34,8 +34,14 @@ __all__ = [
 INLINE_LIMIT = 512
 """Chunks of at most this many bytes are stored inline in the catalog."""
 
-SHARD_TARGET = 10_000
-"""Roughly how many chunk refs one manifest shard covers."""
+SHARD_TARGET = 1_024
+"""Roughly how many chunk refs one manifest shard covers.
+
+A commit rewrites every shard it touches (57 bytes per ref), so a one-chunk commit writes
+about 58 KB here instead of 570 KB with 10,000-ref shards: measured on SQLite, a one-chunk
+update of a 100,000-chunk array went from 23 ms to 15 ms, and the catalog grows ten times
+slower. The manifest index grows with the number of populated shards instead (about 75 bytes
+each), which stays small next to that up to arrays of about a million chunks."""
 
 _SHARD_MAGIC = b"ZLS1"
 _HEADER = struct.Struct("<4sIQ")

@@ -74,6 +74,11 @@ class ObjectStore(ABC):
     def sync(self) -> None:  # noqa: B027 - optional hook
         """Make every object written so far durable (no-op where writes are durable)."""
 
+    def remove_stale_temporaries(self, older_than: float) -> int:
+        """Remove partial writes left by killed writers, last touched before ``older_than``
+        (epoch seconds); returns how many. Stores that write in one request have none."""
+        return 0
+
     def check(self, h: bytes, data: bytes) -> bytes:
         if self.verify and hashlib.sha256(data).digest() != h:
             raise ChunkCorruptionError(
@@ -174,6 +179,21 @@ class LocalObjectStore(ObjectStore):
                     continue
                 st = entry.stat()
                 yield ObjectInfo(bytes.fromhex(entry.name), st.st_size, st.st_mtime)
+
+    def remove_stale_temporaries(self, older_than: float) -> int:
+        removed = 0
+        base = self.root / "chunks"
+        for d in sorted(base.iterdir()) if base.exists() else []:
+            if not d.is_dir():
+                continue
+            for entry in os.scandir(d):
+                if not entry.name.endswith(".tmp"):
+                    continue
+                with contextlib.suppress(FileNotFoundError):
+                    if entry.stat().st_mtime < older_than:
+                        os.unlink(entry.path)
+                        removed += 1
+        return removed
 
     def sync(self) -> None:
         # Objects staged by other processes of the session live on the same filesystem, so
