@@ -702,6 +702,7 @@ class Catalog:
         base: str,
         row: CommitRow,
         new_blobs: dict[bytes, tuple[str, bytes]],
+        action: str = "commit",
     ) -> float:
         now = self.now(conn)
         self._put_blobs(conn, repo_id, new_blobs, now)
@@ -722,7 +723,7 @@ class Catalog:
         )
         if not self._cas(conn, repo_id, branch, base, row.id, now):
             raise _CasLost
-        self._log_ref(conn, repo_id, branch, "commit", base, row.id, row.author, now, row.message)
+        self._log_ref(conn, repo_id, branch, action, base, row.id, row.author, now, row.message)
         return now
 
     # -- sessions ------------------------------------------------------------------------------
@@ -1064,29 +1065,7 @@ class Catalog:
                     raise NotFoundError(
                         f"commit(s) {', '.join(missing)} no longer exist (expired meanwhile?)"
                     )
-                now = self.now(conn)
-                self._put_blobs(conn, repo_id, new_blobs, now)
-                conn.execute(
-                    sa.insert(commits).values(
-                        repo_id=repo_id,
-                        id=row.id,
-                        parent_id=row.parent_id,
-                        merge_parent_id=row.merge_parent_id,
-                        root_hash=row.root_hash,
-                        changes_hash=row.changes_hash,
-                        author=row.author,
-                        message=row.message,
-                        meta=json.dumps(row.meta),
-                        created_at=now,
-                        generation=row.generation,
-                    )
-                )
-                if not self._cas(conn, repo_id, branch, base, row.id, now):
-                    raise _CasLost
-                self._log_ref(
-                    conn, repo_id, branch, action, base, row.id, row.author, now, row.message
-                )
-                return now
+                return self._insert_commit(conn, repo_id, branch, base, row, new_blobs, action)
         except _CasLost:
             return None
 
