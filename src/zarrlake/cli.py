@@ -35,6 +35,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             return 2
         import shutil
 
+        from zarrlake.repo import forget_location
+
+        forget_location(path)  # this process may hold the old catalog open
         shutil.rmtree(path)
     repo = zarrlake.Repo.create(path)
     print(f"created {repo!r}")
@@ -74,6 +77,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     final = np.asarray(zarr.open_array(repo.readonly_session().store, path="temp", mode="r")[:])
     assert np.all(final[50:60, 50:60] == 7.0)
     assert np.all(final[90:100, 90:100] == 3.0)
+    print(f"\nwhat changed since v1 (repo.diff('v1', 'main')):\n{repo.diff('v1', 'main')!r}")
     print("\nlog main:")
     for info in repo.log("main"):
         print(

@@ -12,7 +12,7 @@ from typing import Any
 
 from zarrlake import history, maintenance
 from zarrlake._reader import CatalogReader
-from zarrlake.catalog import Catalog, catalog_for
+from zarrlake.catalog import Catalog, catalog_for, forget_catalog
 from zarrlake.errors import (
     InvalidInputError,
     NotFoundError,
@@ -69,6 +69,16 @@ class RepoConfig:
 
 _repos: dict[tuple[Any, ...], Repo] = {}
 _repos_lock = threading.Lock()
+
+
+def forget_location(location: str | os.PathLike[str]) -> None:
+    """Drop this process's cached repos and catalog engine for an embedded-default repo, so
+    that a repo created again at the same place after its directory was removed starts afresh."""
+    _, url = _local_catalog(location)
+    with _repos_lock:
+        for key in [k for k in _repos if k[1] == url]:
+            del _repos[key]
+    forget_catalog(url)
 
 
 def _local_catalog(location: str | os.PathLike[str]) -> tuple[Path, str]:

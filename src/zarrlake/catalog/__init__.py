@@ -7,6 +7,7 @@ from zarrlake.catalog.catalog import (
     SessionRow,
     StagedRow,
     catalog_for,
+    forget_catalog,
 )
 from zarrlake.catalog.schema import SCHEMA_VERSION
 
@@ -18,4 +19,5 @@ __all__ = [
     "SessionRow",
     "StagedRow",
     "catalog_for",
+    "forget_catalog",
 ]

@@ -44,7 +44,15 @@ from zarrlake.errors import (
     SessionExpiredError,
 )
 
-__all__ = ["Catalog", "CommitRow", "RefLogRow", "SessionRow", "StagedRow", "catalog_for"]
+__all__ = [
+    "Catalog",
+    "CommitRow",
+    "RefLogRow",
+    "SessionRow",
+    "StagedRow",
+    "catalog_for",
+    "forget_catalog",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +175,14 @@ def catalog_for(url: str) -> Catalog:
         if cat is None:
             cat = _catalogs[key] = Catalog(url)
         return cat
+
+
+def forget_catalog(url: str) -> None:
+    """Close and drop this process's engine for ``url`` (its database is being replaced)."""
+    with _catalogs_lock:
+        cat = _catalogs.pop((os.getpid(), url), None)
+    if cat is not None:
+        cat.engine.dispose()
 
 
 class Catalog:
