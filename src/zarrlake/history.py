@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 __all__ = ["diff", "merge", "merge_base", "resolve_ref", "revert", "session_status"]
 
 _COMMIT_PREFIX_MIN = 4
-_MICROSECOND = 1e-6
 
 
 # -- ref expressions ---------------------------------------------------------------------------
@@ -84,10 +83,7 @@ def _from_reflog(repo: Repo, expr: RefExpr, text: str) -> str:
             raise NotFoundError(f"{text!r}: {expr.base!r} was deleted at that position")
         return row.new_commit
     assert expr.at is not None
-    # The ref log shows its times rounded to the microsecond (datetime's resolution), and the
-    # catalog's float timestamps are that precise at best: compare with a microsecond of slack,
-    # so that a time copied from repo.reflog() selects that entry.
-    found = cat.ref_at(repo._id, expr.base, expr.at.timestamp() + _MICROSECOND)
+    found = cat.ref_at(repo._id, expr.base, expr.at.timestamp())  # slack: see ref_at
     if found is None:
         raise NotFoundError(
             f"{text!r}: {expr.base!r} did not exist (or was deleted) at {expr.at.isoformat()}"

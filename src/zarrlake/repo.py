@@ -490,9 +490,7 @@ class Repo:
         if not isinstance(when, datetime):
             raise InvalidInputError("as_of must be a datetime")
         ts = (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
-        # Commit times are shown rounded to the microsecond (datetime's resolution): a time
-        # copied from repo.log() or repo.reflog() must select that very commit.
-        found = self._catalog.ref_at(self._id, branch, ts + 1e-6)
+        found = self._catalog.ref_at(self._id, branch, ts)
         if found is None:
             raise NotFoundError(
                 f"branch {branch!r} did not exist (or was deleted) at {when.isoformat()}"

@@ -632,7 +632,13 @@ class Catalog:
             ]
 
     def ref_at(self, repo_id: int, name: str, at: float) -> str | None:
-        """The commit a ref pointed to at time ``at`` (from the ref log)."""
+        """The commit a ref pointed to at time ``at`` (from the ref log).
+
+        Times are shown to users rounded to the microsecond (datetime's resolution), and the
+        catalog's float timestamps are that precise at best: compare with a microsecond of
+        slack, so that a time copied from the log or the ref log selects that very entry.
+        """
+        at += 1e-6
         with self._tx() as conn:
             row = conn.execute(
                 sa.select(reflog.c.new_commit)
