@@ -1,23 +1,15 @@
-"""The ``zarrlake`` command."""
+"""``zarrlake demo`` and ``zarrlake ui``: the demo lake and the dashboard."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 
 import zarrlake
-from zarrlake.errors import ZarrlakeError
 
-__all__ = ["main"]
-
-
-def _open(args: argparse.Namespace) -> zarrlake.Repo:
-    if args.catalog:
-        return zarrlake.Repo.open(catalog=args.catalog, name=args.name)
-    return zarrlake.Repo.open(args.path)
+__all__ = ["register"]
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -87,74 +79,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_log(args: argparse.Namespace) -> int:
-    repo = _open(args)
-    for info in repo.log(args.ref, limit=args.n):
-        meta = f"  {info.metadata}" if info.metadata else ""
-        print(
-            f"{info.id}  {info.created_at:%Y-%m-%d %H:%M:%S}  {info.author}  {info.message}{meta}"
-        )
-    return 0
-
-
-def _cmd_branches(args: argparse.Namespace) -> int:
-    repo = _open(args)
-    for name, commit in repo.branches().items():
-        print(f"{name}\t{commit}")
-    for name, commit in repo.tags().items():
-        print(f"{name}\t{commit}\t(tag)")
-    return 0
-
-
-def _cmd_sessions(args: argparse.Namespace) -> int:
-    repo = _open(args)
-    for info in repo.sessions():
-        print(
-            f"{info.id}  {info.branch}  {info.author}  expires {info.expires_at:%Y-%m-%d %H:%M:%S}"
-        )
-    return 0
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="zarrlake", description="Versioned, transactional Zarr v3 repos."
-    )
-    p.add_argument("--version", action="version", version=f"zarrlake {zarrlake.__version__}")
-    sub = p.add_subparsers(dest="command", required=True)
-
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     demo = sub.add_parser(
         "demo", help="create a repo and walk through commits, snapshots, conflicts, tags"
     )
     demo.add_argument("path", nargs="?", default="my-lake")
     demo.add_argument("--force", action="store_true", help="replace an existing repo at PATH")
     demo.set_defaults(func=_cmd_demo)
-
-    for name, func, help_ in (
-        ("log", _cmd_log, "list commits, newest first"),
-        ("branches", _cmd_branches, "list branches and tags"),
-        ("sessions", _cmd_sessions, "list open sessions and their expiry"),
-    ):
-        sp = sub.add_parser(name, help=help_)
-        sp.add_argument(
-            "path", nargs="?", default="my-lake", help="repo directory (embedded default)"
-        )
-        sp.add_argument("--catalog", help="catalog URL instead of a directory")
-        sp.add_argument("--name", default="default", help="repo name in the catalog")
-        if name == "log":
-            sp.add_argument("--ref", default="main")
-            sp.add_argument("-n", type=int, default=None, help="at most N commits")
-        sp.set_defaults(func=func)
-    return p
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    try:
-        return int(args.func(args))
-    except ZarrlakeError as exc:
-        print(f"zarrlake: error [{exc.kind}]: {exc}", file=sys.stderr)
-        return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
