@@ -746,8 +746,14 @@ class Session:
         allow_empty: bool = False,
         solver: Solver = "fail",
         timeout: float = 120.0,
+        idempotency_key: str | None = None,
     ) -> str:
         """Commit the staged changes to the session's branch; return the new commit id.
+
+        ``idempotency_key`` makes the commit happen at most once per branch: if a commit with
+        that key is already on the branch, the session is closed and that commit's id is
+        returned without committing again (decided inside the commit transaction, so two
+        racing commits with one key make one commit). Use it for retried jobs.
 
         When other commits landed on the branch since the session's base, the changes are
         rebased onto them automatically unless they conflict; conflicts raise
@@ -757,8 +763,12 @@ class Session:
         row = self._require_open()
         if not isinstance(message, str):
             raise InvalidInputError("commit message must be a string")
+        key = _check_idempotency_key(idempotency_key)
         self._check_writable()
         self.flush()
+        catalog, reader = self.repo._catalog, self.repo._reader
+        if key is not None and (done := self._already_committed(key)) is not None:
+            return done
         state = self._staged_state()
         if state.is_empty() and not allow_empty:
             raise EmptyCommitError(
@@ -766,10 +776,11 @@ class Session:
             )
         if _has_objects(state):  # inline chunks and metadata live in the catalog
             self.repo._objects.sync()
-        catalog, reader = self.repo._catalog, self.repo._reader
         deadline = time.monotonic() + timeout
         attempt = 0
         while True:
+            if key is not None and attempt and (done := self._already_committed(key)) is not None:
+                return done  # a racing commit with the same key won
             head_row = self._head_row()
             head = head_row.id
             staged: StagedState = state
@@ -811,22 +822,24 @@ class Session:
                 0.0,
                 head_row.generation + 1,
             )
-            if (
-                catalog.commit(
-                    self.repo._id, self.id or "", self.branch or "", head, commit_row, blobs
-                )
-                is not None
-            ):
+            done = catalog.commit(
+                self.repo._id,
+                self.id or "",
+                self.branch or "",
+                head,
+                commit_row,
+                blobs,
+                idempotency_key=key,
+            )
+            if done is not None:
+                if done != commit_row.id:  # the key was recorded meanwhile
+                    self._mark_closed(done)
+                    return done
                 for h, (kind, data) in blobs.items():
                     if kind != "root":
                         reader.prime(h, kind, data)
                 reader.prime_root(result.root_hash, result.root)
-                self._committed = commit_row.id
-                self._closed = "committed"
-                self.base_commit = commit_row.id
-                self._base_root = result.root
-                self._local.clear()
-                self._metas, self._metas_local = {}, {}
+                self._mark_closed(commit_row.id, result.root)
                 return commit_row.id
             attempt += 1
             if time.monotonic() >= deadline:
@@ -835,6 +848,29 @@ class Session:
                     f"in {timeout:.0f} s; try again or raise the timeout"
                 )
             time.sleep(random.uniform(0, min(0.25, 0.002 * 2 ** min(attempt, 8))))
+
+    def _already_committed(self, key: str) -> str | None:
+        """If a commit with idempotency ``key`` is on the branch, close the session as
+        committed by it and return its id."""
+        found = self.repo._catalog.recorded_key(self.repo._id, self.branch or "", key)
+        if found is None:
+            return None
+        self._row = self.repo._catalog.update_session(
+            self.id or "", status="committed", commit_id=found
+        )
+        self._mark_closed(found)
+        return found
+
+    def _mark_closed(self, commit: str, root: Root | None = None) -> None:
+        self._committed = commit
+        self._closed = "committed"
+        self.base_commit = commit
+        if root is not None:
+            self._base_root = root
+        else:
+            self._load_base(commit)
+        self._local.clear()
+        self._metas, self._metas_local = {}, {}
 
     def rebase(self, solver: Solver = "fail") -> str:
         """Move the session's base to its branch's head, keeping its staged changes.
@@ -867,6 +903,21 @@ class Session:
             self._reads.clear()
         self._refresh_metas()
         return head
+
+
+_MAX_KEY = 256
+
+
+def _check_idempotency_key(key: object) -> str | None:
+    if key is None:
+        return None
+    if not isinstance(key, str) or not key or len(key) > _MAX_KEY:
+        raise InvalidInputError(
+            f"idempotency_key must be a non-empty string of at most {_MAX_KEY} characters"
+        )
+    if any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF for c in key):
+        raise InvalidInputError("idempotency_key must not contain control characters or surrogates")
+    return key
 
 
 def _has_objects(state: StagedState) -> bool:

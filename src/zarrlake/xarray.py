@@ -312,6 +312,7 @@ def commit(
     session: Session | None = None,
     metadata: Mapping[str, Any] | None = None,
     author: str | None = None,
+    idempotency_key: str | None = None,
 ) -> str | None:
     """Write a Dataset to a group of a repo and commit it; return the new commit id.
 
@@ -342,6 +343,10 @@ def commit(
         An open writable session to write into without committing.
     metadata, author
         Recorded with the commit.
+    idempotency_key
+        Commit at most once per branch with this key: if a commit with it is already on the
+        branch, its id is returned and nothing is committed again (see
+        :meth:`Session.commit`).
 
     Raises
     ------
@@ -351,9 +356,15 @@ def commit(
     """
     target_repo, target_branch, target_group = _target(ds, repo, branch, group, session)
     if session is not None:
-        if message is not None or metadata is not None or author is not None:
+        if (
+            message is not None
+            or metadata is not None
+            or author is not None
+            or idempotency_key is not None
+        ):
             raise InvalidInputError(
-                "with session= nothing is committed here, so message, metadata and author do "
+                "with session= nothing is committed here, so message, metadata, author and "
+                "idempotency_key do "
                 "not apply; give them to session.commit(...)"
             )
         _write(ds, session, target_group, mode, region, append_dim, encoding, shared=True)
@@ -364,7 +375,7 @@ def commit(
     s = target_repo.writable_session(target_branch, author=author)
     try:
         _write(ds, s, target_group, mode, region, append_dim, encoding, shared=False)
-        return s.commit(message, metadata=dict(metadata or {}))
+        return s.commit(message, metadata=dict(metadata or {}), idempotency_key=idempotency_key)
     except ConflictError:
         raise  # the session stays open so that it can be rebased (its id is in the message)
     except BaseException:
@@ -657,6 +668,7 @@ class LakeAccessor:
         session: Session | None = None,
         metadata: Mapping[str, Any] | None = None,
         author: str | None = None,
+        idempotency_key: str | None = None,
     ) -> str | None:
         """Write the Dataset and commit it; with ``session=`` only write (see :func:`commit`)."""
         return commit(
@@ -672,6 +684,7 @@ class LakeAccessor:
             session=session,
             metadata=metadata,
             author=author,
+            idempotency_key=idempotency_key,
         )
 
     def checkout(self, ref: str | datetime, **kwargs: Any) -> xr.Dataset:

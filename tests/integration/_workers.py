@@ -345,3 +345,17 @@ def join_then_write(url: str, name: str, conn: Any) -> str:
     except zarrlake.ZarrlakeError as exc:
         return type(exc).__name__
     return "ok"
+
+
+# -- children: idempotent commits --------------------------------------------------------------
+
+
+def commit_with_key(
+    url: str, name: str, start: int, value: int, key: str, barrier: Any
+) -> dict[str, Any]:
+    """Write ``value`` into one chunk at ``start``, meet the others, commit with ``key``."""
+    repo = open_repo(url, name)
+    s = repo.writable_session()
+    zarr.open_array(s.store, path="data", mode="r+", zarr_format=3)[start : start + CHUNK] = value
+    barrier.wait(timeout=60)
+    return {"commit": s.commit(f"keyed write of {value}", idempotency_key=key), "session": s.id}

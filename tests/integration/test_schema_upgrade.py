@@ -42,12 +42,13 @@ def _downgrade_to_v1(url: str) -> None:
     engine = sa.create_engine(url)
     with engine.begin() as conn:
         conn.execute(sa.text("DROP TABLE zl_gc_marks"))
+        conn.execute(sa.text("DROP TABLE zl_commit_keys"))
         conn.execute(sa.update(info).where(info.c.key == "schema_version").values(value="1"))
     engine.dispose()
 
 
 def test_v1_catalog_is_upgraded_and_keeps_its_data(private_catalog: str, tmp_path: Path) -> None:
-    assert SCHEMA_VERSION == 2
+    assert SCHEMA_VERSION == 3
     repo = zarrlake.Repo.create(catalog=private_catalog, storage=str(tmp_path / "objects"))
     s = repo.writable_session()
     arr = zarr.open_group(s.store).create_array(
@@ -60,11 +61,12 @@ def test_v1_catalog_is_upgraded_and_keeps_its_data(private_catalog: str, tmp_pat
     upgraded = Catalog(private_catalog)  # a fresh connection sees version 1 and migrates
     with upgraded.engine.connect() as conn:
         assert sa.inspect(conn).has_table("zl_gc_marks")
+        assert sa.inspect(conn).has_table("zl_commit_keys")
         assert (
             conn.execute(sa.select(info.c.value).where(info.c.key == "schema_version")).scalar()
-            == "2"
+            == "3"
         )
-    assert upgraded.migrate() == 2  # idempotent
+    assert upgraded.migrate() == 3  # idempotent
     upgraded.engine.dispose()
 
     again = zarrlake.Repo.open(catalog=private_catalog, name=repo.name)
@@ -77,3 +79,9 @@ def test_v1_catalog_is_upgraded_and_keeps_its_data(private_catalog: str, tmp_pat
     stale.abandon()
     assert again.gc(timedelta(0)).objects_deleted == 1  # the abandoned session's object
     assert again.fsck(verify=True).ok
+    keyed = again.writable_session()
+    zarr.open_array(keyed.store, path="a", mode="r+")[:128] = 2
+    first = keyed.commit("keyed", idempotency_key="k")  # the v3 table works after upgrade
+    retry = again.writable_session()
+    zarr.open_array(retry.store, path="a", mode="r+")[:128] = 2
+    assert retry.commit("keyed", idempotency_key="k") == first

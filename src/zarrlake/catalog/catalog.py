@@ -23,6 +23,7 @@ from zarrlake.catalog.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
     blobs,
+    commit_keys,
     commits,
     gc_marks,
     info,
@@ -658,14 +659,18 @@ class Catalog:
         base: str,
         row: CommitRow,
         new_blobs: dict[bytes, tuple[str, bytes]],
-    ) -> float | None:
+        *,
+        idempotency_key: str | None = None,
+    ) -> str | None:
         """Insert a commit and move ``branch`` from ``base`` to it, atomically.
 
-        Returns the commit time on success, ``None`` when the branch is no longer at ``base``.
-        The session must still be open and unexpired; it is closed in the same transaction.
+        Returns the id of the commit now on the branch for this session: ``row.id``, or, when
+        ``idempotency_key`` was already recorded on the branch, the commit recorded with it
+        (nothing is committed again). ``None`` when the branch is no longer at ``base``. The
+        session must still be open and unexpired; it is closed in the same transaction.
         """
         try:
-            return self._commit(repo_id, session_id, branch, base, row, new_blobs)
+            return self._commit(repo_id, session_id, branch, base, row, new_blobs, idempotency_key)
         except _CasLost:
             return None
 
@@ -677,11 +682,14 @@ class Catalog:
         base: str,
         row: CommitRow,
         new_blobs: dict[bytes, tuple[str, bytes]],
-    ) -> float | None:
+        idempotency_key: str | None,
+    ) -> str | None:
         with self._tx(write=True) as conn:
             now = self.now(conn)
             self._check_session(conn, session_id, now)
-            self._refuse_swept_objects(conn, repo_id, session_id)
+            self._refuse_swept_objects(conn, repo_id, session_id)  # takes the gc fence first
+            # The branch row is locked before the key is looked up, so two commits with one
+            # key are serialized and the second sees the key the first recorded.
             head = conn.execute(
                 sa.select(refs.c.commit_id)
                 .where(refs.c.repo_id == repo_id, refs.c.name == branch, refs.c.kind == "branch")
@@ -689,17 +697,50 @@ class Catalog:
             ).scalar()
             if head is None:
                 raise NotFoundError(f"branch {branch!r} no longer exists")
-            if head != base:
-                return None
-            now = self._insert_commit(conn, repo_id, branch, base, row, new_blobs)
+            done = self._recorded_key(conn, repo_id, branch, idempotency_key)
+            if done is None:
+                if head != base:
+                    return None
+                self._insert_commit(conn, repo_id, branch, base, row, new_blobs)
+                if idempotency_key is not None:
+                    conn.execute(
+                        sa.insert(commit_keys).values(
+                            repo_id=repo_id,
+                            branch=branch,
+                            key=idempotency_key,
+                            commit_id=row.id,
+                            created_at=now,
+                        )
+                    )
+                done = row.id
             conn.execute(
                 sa.update(sessions)
                 .where(sessions.c.id == session_id)
-                .values(status="committed", commit_id=row.id)
+                .values(status="committed", commit_id=done)
             )
             conn.execute(sa.delete(staged).where(staged.c.session_id == session_id))
             conn.execute(sa.delete(reads).where(reads.c.session_id == session_id))
-            return now
+            return done
+
+    @staticmethod
+    def _recorded_key(
+        conn: sa.Connection, repo_id: int, branch: str, key: str | None
+    ) -> str | None:
+        if key is None:
+            return None
+        found = conn.execute(
+            sa.select(commit_keys.c.commit_id).where(
+                commit_keys.c.repo_id == repo_id,
+                commit_keys.c.branch == branch,
+                commit_keys.c.key == key,
+            )
+        ).scalar()
+        return None if found is None else str(found)
+
+    def recorded_key(self, repo_id: int, branch: str, key: str) -> str | None:
+        """The commit recorded on ``branch`` with idempotency ``key``, if any."""
+        with self._tx() as conn:
+            return self._recorded_key(conn, repo_id, branch, key)
 
     def insert_commit(
         self,

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "metadata"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 metadata = sa.MetaData()
 
@@ -149,9 +149,26 @@ gc_marks = sa.Table(
 )
 
 
+# Idempotency keys of commits (version 3): a commit carrying a key already recorded on its branch
+# returns the recorded commit instead of committing again (retried Spark jobs, stream batches).
+commit_keys = sa.Table(
+    "zl_commit_keys",
+    metadata,
+    sa.Column("repo_id", sa.Integer, primary_key=True),
+    sa.Column("branch", Name, primary_key=True),
+    sa.Column("key", sa.String(256), primary_key=True),
+    sa.Column("commit_id", Id, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+
 def _v2_gc_marks(conn: sa.Connection) -> None:
     gc_marks.create(conn, checkfirst=True)
 
 
+def _v3_commit_keys(conn: sa.Connection) -> None:
+    commit_keys.create(conn, checkfirst=True)
+
+
 # version -> function upgrading a catalog from version-1 to version, inside one transaction.
-MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {2: _v2_gc_marks}
+MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {2: _v2_gc_marks, 3: _v3_commit_keys}
