@@ -6,12 +6,13 @@
 >>> zarr.open_group(s.store, mode="w").create_array("t", shape=(4,), dtype="f4")  # doctest: +SKIP
 >>> s.commit("create t")                                   # doctest: +SKIP
 
-``zarrlake.open_dataset`` (and ``import zarrlake.xarray``) loads the xarray layer on first use
-and enables the ``ds.lake`` accessor; ``import zarrlake`` alone does not import xarray.
+``ds.lake`` is available whenever xarray is importable, in either import order;
+``import zarrlake`` alone does not import xarray (the accessor is registered when xarray is).
 """
 
 from typing import TYPE_CHECKING, Any
 
+from zarrlake import _xarray_hook
 from zarrlake.errors import (
     AlreadyExistsError,
     CatalogError,
@@ -91,6 +92,8 @@ __all__ = [
     "ZarrlakeError",
     "__version__",
 ]
+
+_xarray_hook.install()
 
 # Loaded on first use, so that ``import zarrlake`` stays fast and works without xarray.
 _LAZY = {"open_dataset": "zarrlake.xarray"}
