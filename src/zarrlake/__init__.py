@@ -20,6 +20,7 @@ from zarrlake.errors import (
     CommitTimeoutError,
     Conflict,
     ConflictError,
+    ConflictKind,
     EmptyCommitError,
     InvalidInputError,
     InvalidKeyError,
@@ -40,10 +41,10 @@ from zarrlake.errors import (
 )
 from zarrlake.maintenance import ExpireReport, ExportReport, FsckIssue, FsckReport, GCReport
 from zarrlake.model.diff import Diff, DiffSummary, FieldChange, NodeDiff
-from zarrlake.repo import Repo, RepoConfig
-from zarrlake.session import Session
+from zarrlake.repo import Repo
+from zarrlake.session import ReadonlySession, Session, WritableSession
 from zarrlake.store import LakeStore
-from zarrlake.types import CommitInfo, RefLogEntry, SessionInfo
+from zarrlake.types import CommitInfo, RefLogEntry, RepoConfig, SessionInfo
 
 if TYPE_CHECKING:
     from zarrlake.xarray import open_dataset as open_dataset
@@ -58,6 +59,7 @@ __all__ = [
     "CommitTimeoutError",
     "Conflict",
     "ConflictError",
+    "ConflictKind",
     "Diff",
     "DiffSummary",
     "EmptyCommitError",
@@ -77,6 +79,7 @@ __all__ = [
     "NotFoundError",
     "ObjectMissingError",
     "ReadOnlyError",
+    "ReadonlySession",
     "RefLogEntry",
     "RefMovedError",
     "Repo",
@@ -89,6 +92,7 @@ __all__ = [
     "SessionInfo",
     "StorageError",
     "UnalignedWriteError",
+    "WritableSession",
     "ZarrlakeError",
     "__version__",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import secrets
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -17,10 +17,12 @@ __all__ = [
     "CommitInfo",
     "Isolation",
     "RefLogEntry",
+    "RepoConfig",
     "SessionInfo",
     "from_epoch",
     "new_commit_id",
     "new_session_id",
+    "safe_url",
     "validate_key",
     "validate_name",
 ]
@@ -144,3 +146,61 @@ class RefLogEntry:
     author: str
     at: datetime
     message: str
+
+
+_SECRET_PARAMS = ("password", "passwd", "secret", "token", "key", "sslkey", "sslpassword")
+
+
+def safe_url(url: str) -> str:
+    """A database URL fit to print: no password, and no secret in its query parameters."""
+    import sqlalchemy as sa
+
+    try:
+        parsed = sa.make_url(url)
+    except sa.exc.ArgumentError:
+        return "<unparseable catalog URL>"
+    query = {
+        k: ("***" if any(s in k.lower() for s in _SECRET_PARAMS) else v)
+        for k, v in parsed.query.items()
+    }
+    return parsed.set(query=query).render_as_string(hide_password=True)
+
+
+_SECRET_WORDS = ("password", "passwd", "secret", "token", "key", "credential", "session")
+
+
+def _mask(options: dict[str, Any]) -> dict[str, Any]:
+    return {
+        k: "***" if any(w in str(k).lower() for w in _SECRET_WORDS) else v
+        for k, v in options.items()
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class RepoConfig:
+    """Everything needed to reopen a repo in another process (no open handles).
+
+    Its ``repr`` never shows a password or a storage credential.
+    """
+
+    catalog: str
+    name: str = "default"
+    storage_options: dict[str, Any] = field(default_factory=dict)
+    verify_reads: bool = True
+    strict_metadata: bool = True
+
+    def key(self) -> tuple[Any, ...]:
+        return (
+            self.catalog,
+            self.name,
+            repr(sorted(self.storage_options.items())),
+            self.verify_reads,
+            self.strict_metadata,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"RepoConfig(catalog={safe_url(self.catalog)!r}, name={self.name!r}, "
+            f"storage_options={_mask(self.storage_options)!r}, verify_reads={self.verify_reads}, "
+            f"strict_metadata={self.strict_metadata})"
+        )

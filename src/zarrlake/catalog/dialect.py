@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
+
+from zarrlake.types import safe_url
 
 __all__ = [
     "configure_engine",
@@ -14,9 +17,26 @@ __all__ = [
     "is_busy_error",
     "make_engine",
     "now_sql",
+    "safe_url",
     "schema_lock",
+    "sqlite_file",
     "upsert",
 ]
+
+
+def sqlite_file(url: str) -> str | None:
+    """The absolute path of a SQLite catalog's file (``None`` for other databases)."""
+    parsed = sa.make_url(url)
+    db = parsed.database
+    if (
+        parsed.get_backend_name() != "sqlite"
+        or not db
+        or db == ":memory:"
+        or db.startswith("file:")
+    ):
+        return None
+    return os.path.abspath(db)
+
 
 _SQLITE_BUSY_TIMEOUT_MS = 60_000
 

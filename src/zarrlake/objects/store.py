@@ -71,6 +71,11 @@ class ObjectStore(ABC):
     def iter_objects(self) -> Iterator[ObjectInfo]:
         """Every object (for garbage collection and fsck)."""
 
+    def modified_at(self, h: bytes) -> float | None:
+        """When an object was last written (epoch seconds), where the backend records a write
+        of an existing object (local disk); else ``None``."""
+        return None
+
     def sync(self) -> None:  # noqa: B027 - optional hook
         """Make every object written so far durable (no-op where writes are durable)."""
 
@@ -164,6 +169,12 @@ class LocalObjectStore(ObjectStore):
 
     def exists(self, h: bytes) -> bool:
         return os.path.exists(self._path(h))
+
+    def modified_at(self, h: bytes) -> float | None:
+        try:
+            return os.stat(self._path(h)).st_mtime
+        except FileNotFoundError:
+            return None
 
     def delete(self, h: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
