@@ -58,9 +58,9 @@ def test_a_handle_on_a_removed_lake_refuses_to_commit(tmp_path: Path) -> None:
     repo = zarrlake.Repo.create(path)
     _write(repo, 1)
     s = repo.writable_session()
+    zarr.open_array(s.store, path="a", mode="r+")[:] = 5
     shutil.rmtree(path)
     with pytest.raises(zarrlake.CatalogError, match="removed or replaced"):
-        zarr.open_array(s.store, path="a", mode="r+")[:] = 5
         s.commit("into a lake that is gone")
     assert not (path / "catalog.db").exists()  # nothing was recreated behind the user's back
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from tests.unit.fakes import FakeReader, array_doc, group_doc, ref
 from zarrlake.model import Root, StagedNode, StagedState
-from zarrlake.model.diff import diff_roots
 from zarrlake.model.conflicts import Solver
+from zarrlake.model.diff import diff_roots
 from zarrlake.model.merge import plan_merge, staged_changes
 
 HEAD = "head-commit"

@@ -74,9 +74,10 @@ async def _write_copy(
 ) -> int:
     from zarr.core.buffer import default_buffer_prototype
 
-    if overwrite:
+    empty = await store.is_empty("")
+    if overwrite and not empty:
         await store.clear()
-    elif not await store.is_empty(""):
+    elif not empty:
         raise AlreadyExistsError(
             f"export target {store} is not empty; choose another target or pass overwrite=True"
         )

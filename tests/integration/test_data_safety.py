@@ -1,0 +1,109 @@
+"""Cases that used to lose or corrupt data silently: each is now refused or safe."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+
+import zarrlake
+
+
+def _lake_with_array(path: Path, value: int = 1) -> zarrlake.Repo:
+    repo = zarrlake.Repo.create(path)
+    s = repo.writable_session()
+    arr = zarr.open_group(s.store, mode="w").create_array(
+        "a", shape=(512,), chunks=(256,), dtype="i8", compressors=None
+    )
+    arr[:] = value  # 2 KiB chunks: stored as objects, not inline
+    s.commit("data")
+    return repo
+
+
+def _values(repo: zarrlake.Repo) -> np.ndarray:
+    return np.asarray(zarr.open_array(repo.readonly_session().store, path="a", mode="r")[:])
+
+
+@pytest.mark.parametrize("solver", ["Fail", "theirs ", None, "mine", 1])
+def test_unknown_solver_is_refused_and_the_other_writer_keeps_its_chunk(
+    make_repo: Callable[..., zarrlake.Repo], solver: object
+) -> None:
+    repo = make_repo()
+    s = repo.writable_session()
+    zarr.open_group(s.store, mode="w").create_array("a", shape=(8,), chunks=(4,), dtype="i8")
+    s.commit("create")
+    mine, theirs = repo.writable_session(), repo.writable_session()
+    zarr.open_array(mine.store, path="a", mode="r+")[:4] = 1
+    zarr.open_array(theirs.store, path="a", mode="r+")[:4] = 2
+    theirs.commit("theirs")
+    head = repo.resolve("main")
+    with pytest.raises(zarrlake.InvalidInputError, match="solver"):
+        mine.commit("mine", solver=solver)  # type: ignore[arg-type]
+    with pytest.raises(zarrlake.InvalidInputError, match="solver"):
+        mine.rebase(solver)  # type: ignore[arg-type]
+    with pytest.raises(zarrlake.InvalidInputError, match="solver"):
+        repo.merge("main", "main", solver=solver)  # type: ignore[arg-type]
+    assert repo.resolve("main") == head
+    assert list(zarr.open_array(repo.readonly_session().store, path="a")[:4]) == [2] * 4
+    assert mine.closed is None  # still open: the user can choose a valid solver
+
+
+@pytest.mark.parametrize("where", ["itself", "parent", "objects"])
+def test_export_over_the_repo_itself_is_refused(tmp_path: Path, where: str) -> None:
+    path = tmp_path / "lake"
+    repo = _lake_with_array(path)
+    target = {"itself": path, "parent": tmp_path, "objects": path / "chunks"}[where]
+    with pytest.raises(zarrlake.InvalidInputError, match="own files"):
+        repo.export("main", target, overwrite=True)
+    assert (path / "catalog.db").exists()
+    assert repo.fsck(verify=True).ok
+    assert set(_values(zarrlake.Repo.open(path)).tolist()) == {1}
+
+
+def test_export_next_to_the_repo_works(tmp_path: Path) -> None:
+    repo = _lake_with_array(tmp_path / "lake")
+    report = repo.export("main", tmp_path / "plain", overwrite=True)
+    assert report.chunks == 2
+    assert set(np.asarray(zarr.open_array(str(tmp_path / "plain"), path="a")[:]).tolist()) == {1}
+
+
+def test_a_moved_lake_reads_its_chunks(tmp_path: Path) -> None:
+    _lake_with_array(tmp_path / "lake", value=3)
+    shutil.move(tmp_path / "lake", tmp_path / "moved")
+    moved = zarrlake.Repo.open(tmp_path / "moved")
+    assert set(_values(moved).tolist()) == {3}
+    assert moved.fsck(verify=True).ok
+
+
+def _copy_writes_and_collects(copy: str) -> None:
+    repo = zarrlake.Repo.open(copy)
+    s = repo.writable_session()
+    zarr.open_array(s.store, path="a", mode="r+")[:] = 9
+    s.commit("copy only")
+    from datetime import timedelta
+
+    repo.gc(timedelta(0))
+
+
+def test_a_copied_lake_is_independent_of_the_original(tmp_path: Path) -> None:
+    original = tmp_path / "lake"
+    _lake_with_array(original, value=4)
+    subprocess.run(["cp", "-r", str(original), str(tmp_path / "copy")], check=True)
+    # in a fresh process, as a user would: write and collect garbage in the copy
+    code = (
+        "import sys; from tests.integration.test_data_safety import _copy_writes_and_collects;"
+        f" _copy_writes_and_collects({str(tmp_path / 'copy')!r})"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2])
+    first = zarrlake.Repo.open(original)
+    assert set(_values(first).tolist()) == {4}
+    assert first.fsck(verify=True).ok  # the copy's gc deleted nothing of the original
+    copy = zarrlake.Repo.open(tmp_path / "copy")
+    assert set(_values(copy).tolist()) == {9}
+    assert copy.fsck(verify=True).ok
