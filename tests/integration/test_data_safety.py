@@ -107,3 +107,39 @@ def test_a_copied_lake_is_independent_of_the_original(tmp_path: Path) -> None:
     copy = zarrlake.Repo.open(tmp_path / "copy")
     assert set(_values(copy).tolist()) == {9}
     assert copy.fsck(verify=True).ok
+
+
+def _sorted_copy(source: zarr.storage.MemoryStore, target: zarrlake.LakeStore) -> None:
+    from zarr.core.buffer import default_buffer_prototype
+    from zarr.core.sync import sync
+
+    async def copy() -> None:
+        keys = sorted([k async for k in source.list()])
+        assert keys.index("a/c/0") < keys.index("a/zarr.json")  # the order that lost data
+        for k in keys:
+            value = await source.get(k, default_buffer_prototype())
+            assert value is not None
+            await target.set(k, value)
+
+    sync(copy())
+
+
+def test_keys_copied_in_sorted_order_keep_their_chunks(
+    make_repo: Callable[..., zarrlake.Repo],
+) -> None:
+    source = zarr.storage.MemoryStore()
+    arr = zarr.create_array(
+        source, name="a", shape=(600,), chunks=(200,), dtype="i8", compressors=None
+    )
+    arr[:] = np.arange(600)
+    repo = make_repo()
+    s = repo.writable_session()
+    _sorted_copy(source, s.store)
+    # read-your-writes before the commit
+    np.testing.assert_array_equal(zarr.open_array(s.store, path="a", mode="r")[:], np.arange(600))
+    commit = s.commit("copied")
+    back = zarr.open_array(repo.readonly_session(commit=commit).store, path="a", mode="r")
+    np.testing.assert_array_equal(back[:], np.arange(600))
+    nodes = {n.path: n for n in repo.diff(repo.resolve("main~1"), commit).nodes}
+    assert nodes["a"].chunks_added == {(0,), (1,), (2,)}
+    assert repo.fsck(verify=True).ok

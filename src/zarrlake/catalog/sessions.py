@@ -128,12 +128,16 @@ class SessionQueries(CatalogBase):
                     [{"session_id": session_id, "path": p, "key": k} for p, k in reads],
                 )
             for path in drops:
-                # A dropped node loses everything staged for it before the drop.
+                # A dropped node loses everything staged for it before the drop, including
+                # keys staged raw under it (chunks written before the node existed).
+                under = staged.c.key.startswith(f"{path}/", autoescape=True) if path else sa.true()
                 conn.execute(
                     sa.delete(staged).where(
                         staged.c.session_id == session_id,
-                        staged.c.path == path,
-                        staged.c.kind.in_(("meta", "chunk")),
+                        sa.or_(
+                            sa.and_(staged.c.path == path, staged.c.kind.in_(("meta", "chunk"))),
+                            sa.and_(staged.c.path == "", staged.c.kind == "raw", under),
+                        ),
                     )
                 )
             if drops:
@@ -213,19 +217,30 @@ class SessionQueries(CatalogBase):
             ]
 
     def get_staged(
-        self, session_id: str, path: str, kinds: Sequence[str], key: str
+        self,
+        session_id: str,
+        path: str,
+        kinds: Sequence[str],
+        key: str,
+        raw_key: str | None = None,
     ) -> dict[str, StagedRow]:
-        """The staged rows of one key (and the node's drop marker), by kind."""
+        """The staged rows of one key (and the node's drop marker), by kind; with
+        ``raw_key``, also the raw row of that store key (a chunk written before its array)."""
+        this = sa.and_(
+            staged.c.path == path,
+            sa.or_(
+                sa.and_(staged.c.kind.in_(kinds), staged.c.key == key),
+                staged.c.kind == "drop",
+            ),
+        )
+        if raw_key is not None:
+            this = sa.or_(
+                this,
+                sa.and_(staged.c.path == "", staged.c.kind == "raw", staged.c.key == raw_key),
+            )
         with self.tx() as conn:
             rows = conn.execute(
-                sa.select(staged).where(
-                    staged.c.session_id == session_id,
-                    staged.c.path == path,
-                    sa.or_(
-                        sa.and_(staged.c.kind.in_(kinds), staged.c.key == key),
-                        staged.c.kind == "drop",
-                    ),
-                )
+                sa.select(staged).where(staged.c.session_id == session_id, this)
             ).all()
         return {
             r.kind: StagedRow(

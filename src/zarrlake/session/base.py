@@ -145,8 +145,8 @@ class Session(ABC):
         if found is None and self._retry_unknown_key(key):
             found = self._find_array(key)
         if found is None:
-            return Target("raw", "", key)
-        return Target("chunk", found[0], coords_key(found[1]))
+            return Target("raw", "", key, key)
+        return Target("chunk", found[0], coords_key(found[1]), key)
 
     def _base_ref(self, t: Target) -> ChunkRef | None:
         if t.kind == "raw":

@@ -26,6 +26,7 @@ class Target:
     kind: str  # "meta" | "chunk" | "raw"
     path: str  # node path ("" for raw keys)
     key: str  # "" for meta, "i,j" for chunks, the store key for raw
+    store_key: str = ""  # the key as zarr spelled it
 
 
 def meta_path(key: str) -> str | None:

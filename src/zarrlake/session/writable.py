@@ -195,11 +195,17 @@ class WritableSession(Session):
         local = self._local.get((t.path, t.kind, t.key))
         if local is not None:
             return True, row_ref(local)
-        found = self._core.catalog.get_staged(self.id, t.path, (t.kind,), t.key)
+        # a chunk may have been staged raw, written before its array existed
+        raw_key = t.store_key if t.kind == "chunk" else None
+        if raw_key is not None and (raw := self._local.get(("", "raw", raw_key))) is not None:
+            return True, row_ref(raw)
+        found = self._core.catalog.get_staged(self.id, t.path, (t.kind,), t.key, raw_key)
         if t.kind in found:
             return True, row_ref(found[t.kind])
         if "drop" in found or self._node_state(t.path)[1]:
             return True, None
+        if "raw" in found:
+            return True, row_ref(found["raw"])
         return False, None
 
     def _before_read(self, t: Target) -> None:
@@ -300,7 +306,13 @@ class WritableSession(Session):
         with self._lock:
             fut = self._stager.submit(op)
             if isinstance(op, DropNode):
-                for k in [k for k in self._local if k[0] == op.path and k[1] in ("meta", "chunk")]:
+                prefix = f"{op.path}/" if op.path else ""
+                for k in [
+                    k
+                    for k in self._local
+                    if (k[0] == op.path and k[1] in ("meta", "chunk"))
+                    or (k[1] == "raw" and k[2].startswith(prefix))
+                ]:
                     del self._local[k]
                 self._set_local_meta(fut, op.path, (None, True))
             elif isinstance(op, PutRow):
