@@ -143,3 +143,29 @@ def test_keys_copied_in_sorted_order_keep_their_chunks(
     nodes = {n.path: n for n in repo.diff(repo.resolve("main~1"), commit).nodes}
     assert nodes["a"].chunks_added == {(0,), (1,), (2,)}
     assert repo.fsck(verify=True).ok
+
+
+def _objects_dir(path: Path) -> list[Path]:
+    return sorted(p for p in (path / "chunks").rglob("*") if p.is_file())
+
+
+def test_a_flipped_byte_inside_a_shard_is_an_error_not_data(tmp_path: Path) -> None:
+    repo = zarrlake.Repo.create(tmp_path / "lake")
+    s = repo.writable_session()
+    arr = zarr.open_group(s.store, mode="w").create_array(
+        "a", shape=(4096,), chunks=(256,), shards=(4096,), dtype="i8", compressors=None
+    )
+    arr[:] = np.arange(4096)
+    s.commit("one shard of 16 chunks")
+    (shard,) = _objects_dir(tmp_path / "lake")
+    data = bytearray(shard.read_bytes())
+    data[300 * 8] ^= 0x01  # inside the second inner chunk, not the shard index
+    shard.chmod(0o644)
+    shard.write_bytes(bytes(data))
+    fresh = zarrlake.Repo.open(tmp_path / "lake")  # nothing cached
+    reader = zarr.open_array(fresh.readonly_session().store, path="a", mode="r")
+    with pytest.raises(zarrlake.ChunkCorruptionError):
+        reader[256:512]  # a byte-range read of the shard object
+    unchecked = zarrlake.Repo.open(tmp_path / "lake", verify_reads=False)
+    wrong = zarr.open_array(unchecked.readonly_session().store, path="a", mode="r")[256:512]
+    assert wrong[300 - 256] != 300  # the corruption is real: only verification catches it

@@ -17,7 +17,9 @@ import ctypes.util
 import hashlib
 import os
 import threading
+import weakref
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,8 +60,24 @@ class ObjectStore(ABC):
         """Store ``data`` under hash ``h`` unless present; ``True`` if bytes were written."""
 
     @abstractmethod
+    def read_range(self, h: bytes, start: int | None = None, end: int | None = None) -> bytes:
+        """Bytes ``[start, end)`` of an object as stored, unverified."""
+
     def read(self, h: bytes, start: int | None = None, end: int | None = None) -> bytes:
-        """Bytes ``[start, end)`` of an object (all of it by default)."""
+        """Bytes ``[start, end)`` of an object (all of it by default), verified against its
+        hash when ``verify`` is on: a byte range is served from the whole object, read and
+        checked once and kept in a small cache (a shard of zarr's sharding codec is read by
+        ranges, and a flipped byte inside it must not come back as data)."""
+        if start is None and end is None:
+            return self.check(h, self.read_range(h))
+        if not self.verify:
+            return self.read_range(h, start, end)
+        cache = _verified_cache(self)
+        data = cache.get(h)
+        if data is None:
+            data = self.check(h, self.read_range(h))
+            cache.put(h, data)
+        return data[start:end]
 
     @abstractmethod
     def exists(self, h: bytes) -> bool: ...
@@ -91,6 +109,48 @@ class ObjectStore(ABC):
                 "the stored bytes are corrupt. Run repo.fsck(verify=True) to find every such object"
             )
         return data
+
+
+class _BytesLRU:
+    """Whole objects already verified, by hash, bounded by their total size."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.size = 0
+        self.items: OrderedDict[bytes, bytes] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, h: bytes) -> bytes | None:
+        with self.lock:
+            data = self.items.get(h)
+            if data is not None:
+                self.items.move_to_end(h)
+            return data
+
+    def put(self, h: bytes, data: bytes) -> None:
+        if len(data) > self.limit // 4:
+            return  # one huge object would evict everything else
+        with self.lock:
+            if h in self.items:
+                return
+            self.items[h] = data
+            self.size += len(data)
+            while self.size > self.limit:
+                _, old = self.items.popitem(last=False)
+                self.size -= len(old)
+
+
+_RANGE_CACHE_BYTES = 256 * 1024 * 1024
+_caches: weakref.WeakKeyDictionary[ObjectStore, _BytesLRU] = weakref.WeakKeyDictionary()
+_caches_lock = threading.Lock()
+
+
+def _verified_cache(store: ObjectStore) -> _BytesLRU:
+    with _caches_lock:
+        cache = _caches.get(store)
+        if cache is None:
+            cache = _caches[store] = _BytesLRU(_RANGE_CACHE_BYTES)
+        return cache
 
 
 _libc: Any = None
@@ -151,11 +211,11 @@ class LocalObjectStore(ObjectStore):
         self._dirty = True
         return True
 
-    def read(self, h: bytes, start: int | None = None, end: int | None = None) -> bytes:
+    def read_range(self, h: bytes, start: int | None = None, end: int | None = None) -> bytes:
         try:
             with open(self._path(h), "rb") as f:
                 if start is None and end is None:
-                    return self.check(h, f.read())
+                    return f.read()
                 if start:
                     f.seek(start)
                 return f.read(-1 if end is None else max(0, end - (start or 0)))
@@ -254,7 +314,7 @@ class FsspecObjectStore(ObjectStore):
             raise StorageError(f"cannot write object {h.hex()} to {self.url}: {exc}") from exc
         return True
 
-    def read(self, h: bytes, start: int | None = None, end: int | None = None) -> bytes:
+    def read_range(self, h: bytes, start: int | None = None, end: int | None = None) -> bytes:
         try:
             data = self.fs.cat_file(self._key(h), start=start, end=end)
         except FileNotFoundError as exc:
@@ -263,7 +323,7 @@ class FsspecObjectStore(ObjectStore):
             ) from exc
         except OSError as exc:
             raise StorageError(f"cannot read object {h.hex()} from {self.url}: {exc}") from exc
-        return self.check(h, data) if start is None and end is None else bytes(data)
+        return bytes(data)
 
     def exists(self, h: bytes) -> bool:
         try:

@@ -3,13 +3,14 @@ that a Zarr store reads through."""
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from zarrlake.catalog import CommitRow
 from zarrlake.core import RepoCore
-from zarrlake.errors import ReadOnlyError
+from zarrlake.errors import ChunkCorruptionError, ReadOnlyError
 from zarrlake.model import (
     ChunkRef,
     NodeMeta,
@@ -176,6 +177,11 @@ class Session(ABC):
     def read_ref(self, ref: ChunkRef, start: int | None = None, end: int | None = None) -> bytes:
         """The bytes of a chunk ref (``[start, end)`` of them if given)."""
         if ref.inline is not None:
+            if self._core.config.verify_reads and hashlib.sha256(ref.inline).digest() != ref.hash:
+                raise ChunkCorruptionError(
+                    f"inline chunk {ref.hash.hex()} does not match its hash; the catalog row is "
+                    "corrupt. Run repo.fsck(verify=True)"
+                )
             return ref.inline[start:end] if start is not None or end is not None else ref.inline
         return self._core.objects.read(ref.hash, start, end)
 
