@@ -26,7 +26,7 @@ from zarrlake.model.diff import Diff, diff_roots
 from zarrlake.model.graph import merge_base as _walk_merge_base
 from zarrlake.model.merge import plan_merge
 from zarrlake.model.refexpr import RefExpr, parse_ref_expr
-from zarrlake.types import validate_name
+from zarrlake.types import validate_metadata, validate_name, validate_text
 
 __all__ = ["diff", "merge", "merge_base", "resolve_ref", "revert"]
 
@@ -221,6 +221,9 @@ def merge(
 ) -> str:
     """Merge ref ``source`` into ``branch``; returns the branch's new head."""
     strategy = check_solver(solver)
+    if message is not None:
+        validate_text(message, "merge message")
+    metadata = validate_metadata(metadata)
     into = validate_name(branch, "branch name")
     src = resolve_ref(core, source)
     deadline = time.monotonic() + timeout
@@ -287,6 +290,9 @@ def revert(
     timeout: float,
 ) -> str:
     """Commit on ``branch`` the inverse of one commit's changes; returns the new commit."""
+    if message is not None:
+        validate_text(message, "revert message")
+    metadata = validate_metadata(metadata)
     validate_name(branch, "branch name")
     target = resolve_ref(core, commit)
     target_row, target_root = _root(core, target)

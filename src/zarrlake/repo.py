@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import getpass
 import os
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +35,13 @@ from zarrlake.types import (
     RefLogEntry,
     RepoConfig,
     SessionInfo,
+    check_limit,
     from_epoch,
     new_commit_id,
     safe_url,
+    to_timestamp,
     validate_name,
+    validate_text,
 )
 
 __all__ = ["Repo", "RepoConfig"]
@@ -51,6 +54,10 @@ def default_author() -> str:
         return getpass.getuser()
     except (KeyError, OSError):
         return "unknown"
+
+
+def _author(author: object) -> str:
+    return default_author() if author is None else validate_text(author, "author")
 
 
 def _local_catalog(location: str | os.PathLike[str]) -> tuple[Path, str]:
@@ -159,7 +166,7 @@ class Repo:
             content_hash(data),
             data,
             new_commit_id(),
-            author or default_author(),
+            _author(author),
         )
         return cls(core)
 
@@ -248,13 +255,13 @@ class Repo:
         commit id."""
         validate_name(name, "branch name")
         commit = self.resolve(ref)
-        self._cat.create_ref(self._rid, name, "branch", commit, author or default_author())
+        self._cat.create_ref(self._rid, name, "branch", commit, _author(author))
         return commit
 
     def delete_branch(self, name: str, *, author: str | None = None) -> str:
         """Delete a branch (its commits stay reachable from other refs); returns its last head."""
         validate_name(name, "branch name")
-        return self._cat.delete_ref(self._rid, name, "branch", author or default_author())
+        return self._cat.delete_ref(self._rid, name, "branch", _author(author))
 
     def reset_branch(
         self,
@@ -277,7 +284,7 @@ class Repo:
             raise NotFoundError(f"no branch {name!r}")
         old = self.resolve(expected) if expected is not None else current[1]
         if not self._cat.move_branch(
-            self._rid, name, old, target, author or default_author(), "reset", message
+            self._rid, name, old, target, _author(author), "reset", message
         ):
             now = self._cat.get_ref(self._rid, name)
             raise RefMovedError(
@@ -293,13 +300,13 @@ class Repo:
         """Create an immutable tag at ``ref``; returns its commit id."""
         validate_name(name, "tag name")
         commit = self.resolve(ref)
-        self._cat.create_ref(self._rid, name, "tag", commit, author or default_author())
+        self._cat.create_ref(self._rid, name, "tag", commit, _author(author))
         return commit
 
     def delete_tag(self, name: str, *, author: str | None = None) -> str:
         """Delete a tag (recorded in the ref log); returns the commit it pointed to."""
         validate_name(name, "tag name")
-        return self._cat.delete_ref(self._rid, name, "tag", author or default_author())
+        return self._cat.delete_ref(self._rid, name, "tag", _author(author))
 
     def reflog(self, name: str, limit: int | None = None) -> list[RefLogEntry]:
         """Every move of a branch or tag, newest first."""
@@ -308,7 +315,7 @@ class Repo:
             RefLogEntry(
                 r.name, r.action, r.old_commit, r.new_commit, r.author, from_epoch(r.at), r.message
             )
-            for r in self._cat.reflog(self._rid, name, limit)
+            for r in self._cat.reflog(self._rid, name, check_limit(limit))
         ]
 
     # -- history -------------------------------------------------------------------------------
@@ -319,8 +326,7 @@ class Repo:
 
     def log(self, ref: str = "main", limit: int | None = None) -> list[CommitInfo]:
         """Commits reachable from ``ref`` by first parents, newest first."""
-        if limit is not None and limit < 0:
-            raise InvalidInputError("limit must be >= 0")
+        limit = check_limit(limit)
         return [_info(r) for r in self._cat.ancestry(self._rid, self.resolve(ref), limit)]
 
     def diff(self, a: str, b: str) -> Diff:
@@ -356,7 +362,7 @@ class Repo:
             branch,
             solver=solver,
             message=message,
-            author=author or default_author(),
+            author=_author(author),
             metadata=metadata,
             fast_forward=fast_forward,
             timeout=timeout,
@@ -380,7 +386,7 @@ class Repo:
             commit,
             branch,
             message=message,
-            author=author or default_author(),
+            author=_author(author),
             metadata=metadata,
             timeout=timeout,
         )
@@ -410,7 +416,7 @@ class Repo:
             )
         if isolation not in ("snapshot", "serializable"):
             raise InvalidInputError("isolation must be 'snapshot' or 'serializable'")
-        return start_session(self._core, branch, author or default_author(), isolation, expires_in)
+        return start_session(self._core, branch, _author(author), isolation, expires_in)
 
     def session(self, session_id: str) -> Session:
         """Join an existing writable session (from any process) by id. A session that was
@@ -452,9 +458,7 @@ class Repo:
     def commit_at(self, branch: str, when: datetime) -> str:
         """The commit that was the head of ``branch`` at time ``when`` (naive times are UTC)."""
         validate_name(branch, "branch name")
-        if not isinstance(when, datetime):
-            raise InvalidInputError("as_of must be a datetime")
-        ts = (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+        ts = to_timestamp(when, "as_of")
         found = self._cat.ref_at(self._rid, branch, ts)
         if found is None:
             raise NotFoundError(

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from zarrlake.errors import InvalidKeyError, InvalidNameError
+from zarrlake.errors import InvalidInputError, InvalidKeyError, InvalidNameError
 
 __all__ = [
     "MAX_NAME_LENGTH",
@@ -19,12 +19,16 @@ __all__ = [
     "RefLogEntry",
     "RepoConfig",
     "SessionInfo",
+    "check_limit",
     "from_epoch",
     "new_commit_id",
     "new_session_id",
     "safe_url",
+    "to_timestamp",
     "validate_key",
+    "validate_metadata",
     "validate_name",
+    "validate_text",
 ]
 
 ChunkCoords = tuple[int, ...]
@@ -93,6 +97,58 @@ def validate_key(key: object) -> str:
     if any(unicodedata.category(ch) == "Cc" for ch in key):
         raise InvalidKeyError(f"store key {key!r} contains control characters")
     return key
+
+
+def validate_text(value: object, what: str) -> str:
+    """``value`` if it is a string both catalogs can store: no NUL, no lone surrogates."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{what} must be a string, got {type(value).__name__}")
+    if "\x00" in value:
+        raise InvalidInputError(f"{what} must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError(f"{what} contains characters that are not valid text") from None
+    return value
+
+
+def validate_metadata(metadata: object) -> dict[str, Any]:
+    """A commit's metadata: a dict of strings to JSON values that both catalogs can store."""
+    import json
+
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict):
+        raise InvalidInputError(f"commit metadata must be a dict, got {type(metadata).__name__}")
+    for k in metadata:
+        validate_text(k, "a commit metadata key")
+    try:
+        text = json.dumps(metadata, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise InvalidInputError(
+            f"commit metadata must be JSON (strings, numbers, lists, dicts): {exc}"
+        ) from None
+    validate_text(text, "commit metadata")
+    return dict(metadata)
+
+
+def to_timestamp(when: object, what: str = "time") -> float:
+    """Epoch seconds of a datetime (naive means UTC), refusing what no catalog can hold."""
+    if not isinstance(when, datetime):
+        raise InvalidInputError(f"{what} must be a datetime, got {type(when).__name__}")
+    try:
+        return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+    except (OverflowError, ValueError, OSError) as exc:
+        raise InvalidInputError(f"{what} {when!r} is out of range: {exc}") from None
+
+
+def check_limit(limit: object) -> int | None:
+    """A ``limit=`` argument: ``None`` or an int >= 0."""
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise InvalidInputError(f"limit must be None or an integer >= 0, got {limit!r}")
+    return limit
 
 
 def from_epoch(ts: float) -> datetime:

@@ -359,3 +359,26 @@ def commit_with_key(
     zarr.open_array(s.store, path="data", mode="r+", zarr_format=3)[start : start + CHUNK] = value
     barrier.wait(timeout=60)
     return {"commit": s.commit(f"keyed write of {value}", idempotency_key=key), "session": s.id}
+
+
+# -- children: racing creation -------------------------------------------------------------
+
+
+def create_repo_racing(url: str, name: str, storage: str, barrier: Any) -> str:
+    """Meet the others, then create the same repo; report what happened."""
+    barrier.wait(timeout=60)
+    try:
+        zarrlake.Repo.create(catalog=url, storage=storage, name=name)
+    except zarrlake.AlreadyExistsError:
+        return "exists"
+    return "created"
+
+
+def create_branch_racing(url: str, name: str, branch: str, barrier: Any) -> str:
+    repo = open_repo(url, name)
+    barrier.wait(timeout=60)
+    try:
+        repo.create_branch(branch)
+    except zarrlake.AlreadyExistsError:
+        return "exists"
+    return "created"

@@ -39,8 +39,13 @@ __all__ = ["CatalogBase"]
 class CatalogBase:
     """A connection to one catalog database (which may hold many repos)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, create: bool = True) -> None:
+        """Connect to the catalog at ``url``; with ``create``, make its tables if it has none
+        (else an empty or foreign database is refused with :class:`NotFoundError`)."""
         self.url = url
+        file = dia.sqlite_file(url)
+        if file is not None and not create and not os.path.isfile(file):
+            raise NotFoundError(f"no zarrlake catalog at {file}")
         try:
             self.engine = dia.make_engine(url)
         except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ImportError) as exc:
@@ -58,7 +63,7 @@ class CatalogBase:
         # blob only if it was not written again since it was marked (docs/history.md).
         self.insert_blob = dia.upsert(blobs, self.dialect, ["created_at"])
         self.insert_read = dia.insert_ignore(reads, self.dialect)
-        self.ensure_schema()
+        self.ensure_schema(create)
         self._file_id = self._stat_file()
         self.catalog_id = self._read_catalog_id()
 
@@ -119,6 +124,13 @@ class CatalogBase:
                     conn = conn.execution_options(zl_write=True)
                 with conn.begin():
                     yield conn
+        except sa.exc.IntegrityError as exc:
+            if dia.is_unique_violation(exc):
+                # two processes created the same repo, branch or tag at once: one won
+                raise AlreadyExistsError(
+                    f"it was created by another process at the same moment ({exc.orig})"
+                ) from exc
+            raise CatalogError(f"catalog {self.safe_url()} failed: {exc.orig}") from exc
         except sa.exc.DBAPIError as exc:
             raise CatalogError(f"catalog {self.safe_url()} failed: {exc.orig}") from exc
 
@@ -134,13 +146,24 @@ class CatalogBase:
         with self.tx() as conn:
             return self.now(conn)
 
-    def ensure_schema(self) -> None:
+    def ensure_schema(self, create: bool = True) -> None:
         try:
             with self.engine.connect() as conn:
-                has = sa.inspect(conn).has_table("zl_info")
-            if has:
+                tables = sa.inspect(conn).get_table_names()
+            if "zl_info" in tables:
                 self.check_version()
                 return
+            if not create:
+                raise NotFoundError(
+                    f"{self.safe_url()} holds no zarrlake catalog (create a repo in it with "
+                    "Repo.create)"
+                )
+            foreign = [t for t in tables if not t.startswith("zl_")]
+            if self._file is not None and foreign:
+                raise CatalogError(
+                    f"{self._file} is a database of another program (tables: "
+                    f"{', '.join(sorted(foreign)[:5])}); choose another file for the catalog"
+                )
             with self.tx(write=True) as conn:
                 dia.schema_lock(conn)
                 metadata.create_all(conn, checkfirst=True)
@@ -158,7 +181,13 @@ class CatalogBase:
     def check_version(self) -> None:
         with self.tx() as conn:
             v = conn.execute(sa.select(info.c.value).where(info.c.key == "schema_version")).scalar()
-        version = int(v or 0)
+        try:
+            version = int(v or 0)
+        except ValueError:
+            raise SchemaVersionError(
+                f"catalog {self.safe_url()} records schema version {v!r}, which is not a "
+                "number: the catalog is damaged or not zarrlake's"
+            ) from None
         if version > SCHEMA_VERSION:
             raise SchemaVersionError(
                 f"catalog schema version {version} is newer than this zarrlake supports "

@@ -36,11 +36,12 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def catalog_for(url: str) -> Catalog:
+def catalog_for(url: str, *, create: bool = False) -> Catalog:
     """This process's :class:`Catalog` for a URL (one engine per process and URL).
 
     A cached catalog whose database was removed or replaced since (a SQLite file deleted or
     recreated, a PostgreSQL database dropped and created again) is closed and opened afresh.
+    Only ``create=True`` makes the catalog's tables in a database that has none.
     """
     key = (os.getpid(), url)
     with _catalogs_lock:
@@ -50,7 +51,7 @@ def catalog_for(url: str) -> Catalog:
             cat.engine.dispose()
             cat = None
         if cat is None:
-            cat = _catalogs[key] = Catalog(url)
+            cat = _catalogs[key] = Catalog(url, create=create)
         return cat
 
 

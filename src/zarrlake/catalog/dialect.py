@@ -119,6 +119,15 @@ def gc_fence(conn: sa.Connection, repo_id: int, *, exclusive: bool) -> None:
         conn.execute(sa.text(f"SELECT {fn}(7269837, :repo)"), {"repo": repo_id})
 
 
+def is_unique_violation(exc: BaseException) -> bool:
+    """Whether an integrity error is a duplicate key (PostgreSQL 23505, SQLite UNIQUE)."""
+    orig = getattr(exc, "orig", exc)
+    if getattr(orig, "sqlstate", None) == "23505":
+        return True
+    text = str(orig)
+    return "UNIQUE constraint failed" in text or "duplicate key value" in text
+
+
 def is_busy_error(exc: BaseException) -> bool:
     """Whether a database error is a transient lock/serialization failure worth retrying."""
     text = str(getattr(exc, "orig", exc)).lower()

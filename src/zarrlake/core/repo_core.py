@@ -107,7 +107,7 @@ def create_core(
     open_object_store(
         resolve_storage(config.catalog, storage), config.storage_options, verify=False
     )
-    catalog_for(config.catalog).create_repo(
+    catalog_for(config.catalog, create=True).create_repo(
         config.name, storage, root_hash, root, commit_id, author
     )
     return open_core(config)

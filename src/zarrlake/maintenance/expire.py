@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from zarrlake.core import RepoCore
 from zarrlake.errors import InvalidInputError
 from zarrlake.maintenance.reports import ExpireReport
-from zarrlake.types import from_epoch
+from zarrlake.types import from_epoch, to_timestamp
 
 __all__ = ["expire"]
 
@@ -18,10 +18,9 @@ def _cutoff(core: RepoCore, older_than: datetime | timedelta) -> float:
             raise InvalidInputError("older_than must not be a negative timedelta")
         return core.catalog.clock() - older_than.total_seconds()
     if isinstance(older_than, datetime):
-        when = older_than if older_than.tzinfo else older_than.replace(tzinfo=UTC)
         # commit times show rounded to the microsecond: one copied from commit_info() must
         # count as "not older"
-        return when.timestamp() - 1e-6
+        return to_timestamp(older_than, "older_than") - 1e-6
     raise InvalidInputError("older_than must be a datetime or a timedelta")
 
 

@@ -43,7 +43,7 @@ from zarrlake.session.keys import Target, could_be_chunk_key, key_coords, row_re
 from zarrlake.session.opener import SessionOpener
 from zarrlake.session.ops import DropNode, Op, PutRow, RecordRead
 from zarrlake.session.stager import Stager
-from zarrlake.types import from_epoch
+from zarrlake.types import from_epoch, validate_metadata, validate_text
 
 if TYPE_CHECKING:
     from zarrlake.model import Solver
@@ -430,14 +430,12 @@ class WritableSession(Session):
         racing commits with one key make one commit). Use it for retried jobs.
         """
         self._require_open()
-        if not isinstance(message, str):
-            raise InvalidInputError("commit message must be a string")
+        validate_text(message, "commit message")
+        metadata = validate_metadata(metadata)
         solver = check_solver(solver)
         key = check_idempotency_key(idempotency_key)
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0:
             raise InvalidInputError(f"timeout must be a number of seconds >= 0, got {timeout!r}")
-        if metadata is not None and not isinstance(metadata, dict):
-            raise InvalidInputError("commit metadata must be a dict")
         self.check_writable()
         self.flush()
         staged = self._staged()
@@ -454,7 +452,7 @@ class WritableSession(Session):
             self._core,
             staged,
             message,
-            metadata=dict(metadata or {}),
+            metadata=metadata,
             allow_empty=allow_empty,
             solver=solver,
             timeout=float(timeout),
