@@ -382,3 +382,22 @@ def create_branch_racing(url: str, name: str, branch: str, barrier: Any) -> str:
     except zarrlake.AlreadyExistsError:
         return "exists"
     return "created"
+
+
+# -- children: crash points ----------------------------------------------------------------
+
+
+def write_and_crash(url: str, name: str, point: str) -> None:
+    """Write 2 into every chunk of ``a`` and commit, with ``point`` armed: the process is
+    SIGKILLed there. For ``rebase.in_tx`` another commit lands first and the session rebases."""
+    os.environ["ZARRLAKE_CRASH_AT"] = point
+    repo = open_repo(url, name)
+    s = repo.writable_session()
+    zarr.open_array(s.store, path="a", mode="r+", zarr_format=3)[:] = 2
+    s.flush()
+    if point == "rebase.in_tx":
+        other = repo.writable_session()
+        zarr.open_array(other.store, path="b", mode="r+", zarr_format=3)[:] = 5
+        other.commit("another writer")
+        s.rebase()
+    s.commit("twos")

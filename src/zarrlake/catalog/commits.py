@@ -13,6 +13,7 @@ from zarrlake.catalog.rows import COMMIT_COLS, CommitRow, commit_row
 from zarrlake.catalog.schema import blobs, commit_keys, commits, reads, refs, sessions, staged
 from zarrlake.catalog.sessions import SessionQueries
 from zarrlake.errors import NotFoundError
+from zarrlake.faults import crash_point
 
 __all__ = ["CommitQueries"]
 
@@ -252,6 +253,7 @@ class CommitQueries(RefQueries, SessionQueries, GcQueries):
                         )
                     )
                 done = row.id
+            crash_point("commit.in_tx")
             if session_id is not None:
                 conn.execute(
                     sa.update(sessions)

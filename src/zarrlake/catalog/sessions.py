@@ -15,9 +15,12 @@ from zarrlake.catalog.rows import (
     commit_row,
     head_query,
     session_row,
+    staged_row,
+    staged_values,
 )
 from zarrlake.catalog.schema import reads, sessions, staged
 from zarrlake.errors import NotFoundError, SessionClosedError, SessionExpiredError
+from zarrlake.faults import crash_point
 
 __all__ = ["SessionQueries"]
 
@@ -157,21 +160,8 @@ class SessionQueries(CatalogBase):
                     ],
                 )
             if rows:
-                conn.execute(
-                    self.upsert_staged,
-                    [
-                        {
-                            "session_id": session_id,
-                            "path": r.path,
-                            "kind": r.kind,
-                            "key": r.key,
-                            "hash": r.hash,
-                            "length": r.length,
-                            "inline": r.inline,
-                        }
-                        for r in rows
-                    ],
-                )
+                conn.execute(self.upsert_staged, staged_values(session_id, rows))
+            crash_point("stage.in_tx")
 
     def replace_staged(self, session_id: str, rows: Sequence[StagedRow], base: str) -> None:
         """Replace all staged rows of a session and move its base (after a rebase)."""
@@ -180,41 +170,18 @@ class SessionQueries(CatalogBase):
             conn.execute(sa.delete(staged).where(staged.c.session_id == session_id))
             conn.execute(sa.delete(reads).where(reads.c.session_id == session_id))
             if rows:
-                conn.execute(
-                    self.upsert_staged,
-                    [
-                        {
-                            "session_id": session_id,
-                            "path": r.path,
-                            "kind": r.kind,
-                            "key": r.key,
-                            "hash": r.hash,
-                            "length": r.length,
-                            "inline": r.inline,
-                        }
-                        for r in rows
-                    ],
-                )
+                conn.execute(self.upsert_staged, staged_values(session_id, rows))
             conn.execute(
                 sa.update(sessions).where(sessions.c.id == session_id).values(base_commit=base)
             )
+            crash_point("rebase.in_tx")
 
     def load_staged(self, session_id: str, kinds: Sequence[str] | None = None) -> list[StagedRow]:
         q = sa.select(staged).where(staged.c.session_id == session_id)
         if kinds is not None:
             q = q.where(staged.c.kind.in_(kinds))
         with self.tx() as conn:
-            return [
-                StagedRow(
-                    r.path,
-                    r.kind,
-                    r.key,
-                    None if r.hash is None else bytes(r.hash),
-                    int(r.length),
-                    None if r.inline is None else bytes(r.inline),
-                )
-                for r in conn.execute(q)
-            ]
+            return [staged_row(r) for r in conn.execute(q)]
 
     def get_staged(
         self,
@@ -242,17 +209,7 @@ class SessionQueries(CatalogBase):
             rows = conn.execute(
                 sa.select(staged).where(staged.c.session_id == session_id, this)
             ).all()
-        return {
-            r.kind: StagedRow(
-                r.path,
-                r.kind,
-                r.key,
-                None if r.hash is None else bytes(r.hash),
-                int(r.length),
-                None if r.inline is None else bytes(r.inline),
-            )
-            for r in rows
-        }
+        return {r.kind: staged_row(r) for r in rows}
 
     def record_reads(self, session_id: str, items: Iterable[tuple[str, str]]) -> None:
         values = [{"session_id": session_id, "path": p, "key": k} for p, k in items]

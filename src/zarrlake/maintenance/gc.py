@@ -11,7 +11,8 @@ from datetime import timedelta
 
 from zarrlake.core import RepoCore
 from zarrlake.errors import InvalidInputError
-from zarrlake.maintenance.progress import fault, progress_bar
+from zarrlake.faults import crash_point
+from zarrlake.maintenance.progress import progress_bar
 from zarrlake.maintenance.reach import live_set
 from zarrlake.maintenance.reports import GCReport
 from zarrlake.objects import ObjectStore
@@ -71,7 +72,7 @@ def gc(core: RepoCore, grace: timedelta, *, dry_run: bool, progress: bool | None
         ],
     )
     cat.gc_unmark(rid, "blob", [h for h in node_marks if h in live.nodes or h not in nodes])
-    fault("marked")
+    crash_point("gc.marked")
 
     # Phase 2, sweep objects: claim ripe marks (fenced against commits), then check liveness
     # again, release what is in use, delete the rest and leave tombstones.
@@ -79,7 +80,7 @@ def gc(core: RepoCore, grace: timedelta, *, dry_run: bool, progress: bool | None
     ripe_nodes = [h for h, _ in cat.gc_eligible(rid, "blob", g)]
     run_id = "gc-" + secrets.token_hex(8)
     claimed, taken = cat.gc_claim(rid, run_id, ripe, g)
-    fault("claimed")
+    crash_point("gc.claimed")
     freed_objects = freed_object_bytes = 0
     deleted_nodes: list[bytes] = []
     if claimed or taken or ripe_nodes:
@@ -99,10 +100,10 @@ def gc(core: RepoCore, grace: timedelta, *, dry_run: bool, progress: bool | None
                     if h in listing:
                         freed_objects += 1
                         freed_object_bytes += n
-                    fault("delete")
+                    crash_point("gc.delete")
                     bar.update(1)
                 cat.gc_tombstone(rid, [h for h, _ in batch])
-        fault("deleted")
+        crash_point("gc.deleted")
         # Catalog nodes: deleted only if not written again since marked (one statement).
         cat.gc_unmark(rid, "blob", [h for h in ripe_nodes if h in now_live.nodes])
         deleted_nodes = cat.gc_delete_blobs(

@@ -8,6 +8,7 @@ import time
 from concurrent.futures import Future
 
 from zarrlake.catalog import Catalog, StagedRow
+from zarrlake.faults import crash_point
 from zarrlake.session.ops import DropNode, Op, RecordRead
 
 __all__ = ["Stager"]
@@ -107,6 +108,7 @@ class Stager:
                 rows.append(op.row)
                 if op.doc is not None and op.row.hash is not None:
                     blobs[op.row.hash] = ("meta", op.doc)
+        crash_point("stage.before")
         self.catalog.stage(self.session_id, rows, drops, blobs=blobs, reads=reads)
 
     def _run(self) -> None:

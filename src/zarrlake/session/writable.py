@@ -19,6 +19,7 @@ from zarrlake.errors import (
     SessionClosedError,
     SessionExpiredError,
 )
+from zarrlake.faults import crash_point
 from zarrlake.model import (
     ChunkRef,
     ReadSet,
@@ -272,6 +273,7 @@ class WritableSession(Session):
         if len(data) <= INLINE_LIMIT:
             return PutRow(StagedRow(t.path, t.kind, t.key, h, len(data), bytes(data)))
         self._core.objects.write(h, data)
+        crash_point("object.written")
         return PutRow(StagedRow(t.path, t.kind, t.key, h, len(data), None))
 
     def _prepare_delete(self, key: str) -> Op:
@@ -448,6 +450,7 @@ class WritableSession(Session):
             )
         if has_objects(staged.state):  # inline chunks and metadata live in the catalog
             self._core.objects.sync()
+        crash_point("commit.synced")
         built = commit_staged(
             self._core,
             staged,
@@ -458,6 +461,7 @@ class WritableSession(Session):
             timeout=float(timeout),
             idempotency_key=key,
         )
+        crash_point("commit.done")
         self._mark_committed(built.id, built.root)
         return built.id
 
