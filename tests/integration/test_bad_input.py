@@ -153,3 +153,82 @@ def test_processes_creating_one_repo_at_once(tmp_path: Path) -> None:
     barrier = CTX.Barrier(4)
     outcomes = run_children([(create_branch_racing, (catalog_url, name, "dev", barrier))] * 4)
     assert sorted(outcomes) == ["created", "exists", "exists", "exists"]
+
+
+ARRAY = {
+    "zarr_format": 3,
+    "node_type": "array",
+    "shape": [10],
+    "data_type": "int64",
+    "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [5]}},
+    "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+    "fill_value": 0,
+    "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+}
+
+
+def _doc(**change: object) -> bytes:
+    import json
+
+    return json.dumps({**ARRAY, **change}).encode()
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        _doc(shape=[True]),
+        _doc(shape=[2**70]),
+        _doc(codecs=[{"name": "no-such-codec"}]),
+        _doc(data_type="int128"),
+        _doc(chunk_grid={"name": "regular", "configuration": [5]}),
+        _doc(chunk_key_encoding={"name": "default", "configuration": "/"}),
+        b"\xff\xfe not utf-8",
+        ("[" * 100_000 + "]" * 100_000).encode(),
+    ],
+    ids=[
+        "bool-shape",
+        "huge-shape",
+        "unknown-codec",
+        "unknown-dtype",
+        "grid-config-list",
+        "cke-config-string",
+        "not-utf8",
+        "deep-json",
+    ],
+)
+def test_bad_metadata_is_refused_and_stages_nothing(
+    make_repo: Callable[..., zarrlake.Repo], document: bytes
+) -> None:
+    from zarr.core.buffer import cpu
+
+    repo = make_repo()
+    s = repo.writable_session()
+    with pytest.raises(zarrlake.InvalidMetadataError):
+        s.store.set_sync("x/zarr.json", cpu.Buffer.from_bytes(document))
+    assert not s.has_changes
+
+
+@pytest.mark.parametrize(
+    ("key", "size", "error"),
+    [
+        (f"a/c/{2**70}", 40, zarrlake.InvalidKeyError),
+        ("a/c/2", 40, zarrlake.InvalidKeyError),  # the grid is 2 chunks
+        ("a/c/0", 39, zarrlake.InvalidInputError),  # uncompressed chunks are 40 bytes
+    ],
+)
+def test_bad_chunk_writes_are_refused(
+    make_repo: Callable[..., zarrlake.Repo], key: str, size: int, error: type[Exception]
+) -> None:
+    from zarr.core.buffer import cpu
+
+    repo = make_repo()
+    s = repo.writable_session()
+    s.store.set_sync("a/zarr.json", cpu.Buffer.from_bytes(_doc()))
+    s.flush()
+    with pytest.raises(error):
+        s.store.set_sync(key, cpu.Buffer.from_bytes(b"\0" * size))
+    s.store.set_sync("a/c/1", cpu.Buffer.from_bytes(bytes(range(40))))
+    commit = s.commit("one good chunk")
+    assert [n.chunks_added for n in repo.diff(repo.resolve("main~1"), commit).nodes] == [
+        frozenset({(1,)})
+    ]

@@ -18,6 +18,7 @@ LAYERS: dict[str, int] = {
     "zarrlake.errors": 0,
     "zarrlake.types": 0,
     "zarrlake._xarray_hook": 0,
+    "zarrlake.faults": 0,
     "zarrlake.display": 0,
     "zarrlake.model": 1,
     "zarrlake.catalog": 2,

@@ -171,8 +171,14 @@ class Session(ABC):
         if t.kind == "meta":
             h = self._node_meta_hash(t.path)
             return None if h is None else self._core.reader.meta_bytes(h)
+        if t.kind == "chunk" and not self._in_grid(t):
+            return None
         found, ref = self._staged_lookup(t)
         return ref if found else self._base_ref(t)
+
+    def _in_grid(self, t: Target) -> bool:
+        nm = self._node_meta(t.path)
+        return nm is None or nm.in_grid(key_coords(t.key))
 
     def read_ref(self, ref: ChunkRef, start: int | None = None, end: int | None = None) -> bytes:
         """The bytes of a chunk ref (``[start, end)`` of them if given)."""

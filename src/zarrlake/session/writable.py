@@ -16,6 +16,7 @@ from zarrlake.core import RepoCore
 from zarrlake.errors import (
     EmptyCommitError,
     InvalidInputError,
+    InvalidKeyError,
     SessionClosedError,
     SessionExpiredError,
 )
@@ -269,12 +270,30 @@ class WritableSession(Session):
             doc = bytes(data)
             parse_node_meta(doc, strict=self._core.strict_metadata)
             return PutRow(StagedRow(t.path, "meta", "", content_hash(doc), len(doc), None), doc)
+        if t.kind == "chunk":
+            self._check_chunk(t, len(data))
         h = hashlib.sha256(data).digest()
         if len(data) <= INLINE_LIMIT:
             return PutRow(StagedRow(t.path, t.kind, t.key, h, len(data), bytes(data)))
         self._core.objects.write(h, data)
         crash_point("object.written")
         return PutRow(StagedRow(t.path, t.kind, t.key, h, len(data), None))
+
+    def _check_chunk(self, t: Target, size: int) -> None:
+        nm = self._node_meta(t.path)
+        if nm is None:
+            return
+        coords = key_coords(t.key)
+        if not nm.in_grid(coords):
+            raise InvalidKeyError(
+                f"chunk key {t.store_key!r} is outside the chunk grid {nm.grid_shape} of array "
+                f"{t.path or '/'!r}"
+            )
+        if nm.chunk_nbytes is not None and size != nm.chunk_nbytes:
+            raise InvalidInputError(
+                f"chunk {t.store_key!r} is {size} bytes; array {t.path or '/'!r} stores "
+                f"uncompressed chunks of exactly {nm.chunk_nbytes} bytes"
+            )
 
     def _prepare_delete(self, key: str) -> Op:
         self.check_writable()
