@@ -232,3 +232,31 @@ def test_bad_chunk_writes_are_refused(
     assert [n.chunks_added for n in repo.diff(repo.resolve("main~1"), commit).nodes] == [
         frozenset({(1,)})
     ]
+
+
+def test_storage_that_is_a_file_is_refused_before_the_catalog_records_anything(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "file").write_text("x")
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    with pytest.raises(zarrlake.StorageError):
+        zarrlake.Repo.create(catalog=url, storage=str(tmp_path / "file"), name="r")
+    with pytest.raises(zarrlake.NotFoundError):
+        zarrlake.Repo.open(catalog=url, name="r")
+
+
+def test_an_unreachable_s3_endpoint_is_refused_before_the_catalog_records_anything(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    options = {
+        "endpoint_url": "http://127.0.0.1:9",  # discard port: nothing listens
+        "key": "k",
+        "secret": "very-secret",
+        "config_kwargs": {"connect_timeout": 1, "retries": {"max_attempts": 1}},
+    }
+    with pytest.raises(zarrlake.StorageError) as err:
+        zarrlake.Repo.create(catalog=url, storage="s3://lake/x", name="r", storage_options=options)
+    assert "very-secret" not in str(err.value)
+    with pytest.raises(zarrlake.NotFoundError):
+        zarrlake.Repo.open(catalog=url, name="r")

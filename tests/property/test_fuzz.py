@@ -66,15 +66,36 @@ def test_store_writes_of_any_key(lake: zarrlake.Repo, key: str, value: bytes) ->
         s.abandon()
 
 
+ARRAY_DOC = {
+    "zarr_format": 3,
+    "node_type": "array",
+    "shape": [8],
+    "data_type": "int64",
+    "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4]}},
+    "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+    "fill_value": 0,
+    "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+}
+
+
 @FUZZ
-@given(document=JSON, raw=st.binary(max_size=32))
-def test_metadata_documents(lake: zarrlake.Repo, document: Any, raw: bytes) -> None:
+@given(
+    document=JSON,
+    field=st.sampled_from(sorted(ARRAY_DOC)),
+    value=JSON,
+    raw=st.binary(max_size=32),
+)
+def test_metadata_documents(
+    lake: zarrlake.Repo, document: Any, field: str, value: Any, raw: bytes
+) -> None:
     s = lake.writable_session()
-    for data in (json.dumps(document).encode(), raw):
+    mutated = {**ARRAY_DOC, field: value}  # a valid array document with one field replaced
+    for data in (json.dumps(document).encode(), json.dumps(mutated).encode(), raw):
+        before = s.locate("node/zarr.json")
         try:
             s.store.set_sync("node/zarr.json", cpu.Buffer.from_bytes(data))
         except zarrlake.InvalidMetadataError:
-            assert s.locate("node/zarr.json") is None
+            assert s.locate("node/zarr.json") == before
     s.abandon()
 
 

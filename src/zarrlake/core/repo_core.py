@@ -106,7 +106,7 @@ def create_core(
     """Record a new repo in the catalog (after checking its storage works) and open it."""
     open_object_store(
         resolve_storage(config.catalog, storage), config.storage_options, verify=False
-    )
+    ).probe()
     catalog_for(config.catalog, create=True).create_repo(
         config.name, storage, root_hash, root, commit_id, author
     )

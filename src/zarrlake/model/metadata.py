@@ -182,7 +182,8 @@ def _plain_chunk_nbytes(doc: dict[str, Any], chunks: list[int] | None) -> int | 
     """The exact size of an encoded chunk when the only codec is ``bytes`` (no compression,
     no sharding): a chunk of any other size is corrupt."""
     codecs = doc.get("codecs")
-    itemsize = _ITEMSIZE.get(doc.get("data_type"))  # type: ignore[arg-type]
+    dtype = doc.get("data_type")
+    itemsize = _ITEMSIZE.get(dtype) if isinstance(dtype, str) else None
     if (
         chunks is None
         or itemsize is None

@@ -97,6 +97,18 @@ class ObjectStore(ABC):
     def sync(self) -> None:  # noqa: B027 - optional hook
         """Make every object written so far durable (no-op where writes are durable)."""
 
+    def probe(self) -> None:
+        """Write and delete a small marker: :class:`StorageError` unless the store is
+        reachable and writable (checked before a repo is recorded in a catalog)."""
+        marker = hashlib.sha256(os.urandom(16)).digest()
+        try:
+            self.write(marker, b"zarrlake probe")
+            self.delete(marker)
+        except StorageError:
+            raise
+        except Exception as exc:  # botocore, aiohttp and OS errors: all mean "unusable"
+            raise StorageError(f"object storage {self.url} is not usable: {exc}") from exc
+
     def remove_stale_temporaries(self, older_than: float) -> int:
         """Remove partial writes left by killed writers, last touched before ``older_than``
         (epoch seconds); returns how many. Stores that write in one request have none."""
@@ -181,7 +193,10 @@ class LocalObjectStore(ObjectStore):
         self._dirs: set[str] = set()
         self._dirty = False
         self._lock = threading.Lock()
-        (self.root / "chunks").mkdir(parents=True, exist_ok=True)
+        try:
+            (self.root / "chunks").mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot use {self.root} for chunk objects: {exc}") from exc
 
     def _path(self, h: bytes) -> str:
         return os.path.join(self.url, _rel(h))
