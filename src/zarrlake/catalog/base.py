@@ -132,6 +132,12 @@ class CatalogBase:
                 ) from exc
             raise CatalogError(f"catalog {self.safe_url()} failed: {exc.orig}") from exc
         except sa.exc.DBAPIError as exc:
+            if dia.is_read_only_error(exc):
+                raise CatalogError(
+                    f"catalog {self.safe_url()} refuses writes through this connection (a "
+                    "read-only file or a database role without write rights): nothing was "
+                    f"changed. Open it with write access to change it ({exc.orig})"
+                ) from exc
             raise CatalogError(f"catalog {self.safe_url()} failed: {exc.orig}") from exc
 
     def safe_url(self) -> str:

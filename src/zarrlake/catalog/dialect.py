@@ -128,6 +128,15 @@ def is_unique_violation(exc: BaseException) -> bool:
     return "UNIQUE constraint failed" in text or "duplicate key value" in text
 
 
+def is_read_only_error(exc: BaseException) -> bool:
+    """Whether the database refused a write for lack of rights (PostgreSQL 42501 or a
+    read-only transaction 25006; SQLite's read-only database)."""
+    orig = getattr(exc, "orig", exc)
+    if getattr(orig, "sqlstate", None) in ("42501", "25006"):
+        return True
+    return "readonly database" in str(orig) or "read-only" in str(orig).lower()
+
+
 def is_busy_error(exc: BaseException) -> bool:
     """Whether a database error is a transient lock/serialization failure worth retrying."""
     text = str(getattr(exc, "orig", exc)).lower()
