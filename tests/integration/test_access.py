@@ -19,7 +19,7 @@ WRITES: list[Callable[[zarrlake.Repo], object]] = [
     lambda r: r.create_tag("v9"),
     lambda r: r.reset_branch("main", "main"),
     lambda r: r.delete_branch("main"),
-    lambda r: r.merge("main", "main"),
+    lambda r: r.revert(r.resolve("main")),
 ]
 
 
@@ -33,12 +33,8 @@ def _check_refused(reader: zarrlake.Repo, head: str) -> None:
     assert reader.resolve("main") == head  # reading works
     assert reader.log()[0].id == head
     for write in WRITES:
-        try:
+        with pytest.raises(zarrlake.CatalogError, match="refuses writes"):
             write(reader)
-        except zarrlake.CatalogError as exc:
-            assert "refuses writes" in str(exc)
-        except zarrlake.ZarrlakeError:
-            pass  # refused earlier, for another reason of our own (e.g. nothing to merge)
     assert reader.resolve("main") == head
     assert list(reader.branches()) == ["main"]
 
