@@ -401,3 +401,52 @@ def write_and_crash(url: str, name: str, point: str) -> None:
         other.commit("another writer")
         s.rebase()
     s.commit("twos")
+
+
+# -- children: stress ----------------------------------------------------------------------
+
+
+def random_commits(
+    url: str, name: str, proc: int, n_commits: int, n_chunks: int, seed: int
+) -> dict[str, Any]:
+    """Commit ``n_commits`` random writes (1-3 chunks, value proc*1000+j); conflicts abandon
+    the session. Returns {commit id: {chunk: value}} and the refusals by exception type."""
+    import random
+
+    rng = random.Random(seed)
+    repo = open_repo(url, name)
+    done: dict[str, dict[int, int]] = {}
+    refused: dict[str, int] = {}
+    for j in range(n_commits):
+        value = proc * 1000 + j
+        chunks = rng.sample(range(n_chunks), rng.randint(1, 3))
+        s = repo.writable_session()
+        arr = zarr.open_array(s.store, path="data", mode="r+", zarr_format=3)
+        for c in chunks:
+            arr[c * CHUNK : (c + 1) * CHUNK] = value
+        try:
+            cid = s.commit(f"proc {proc} commit {j}")
+        except Exception as exc:
+            refused[type(exc).__name__] = refused.get(type(exc).__name__, 0) + 1
+            if isinstance(exc, zarrlake.ConflictError):
+                s.abandon()
+            continue
+        done[cid] = {c: value for c in chunks}
+    return {"done": done, "refused": refused}
+
+
+def serializable_increments(url: str, name: str, n: int) -> int:
+    """Add 1 to the counter ``n`` times through serializable sessions; count the commits."""
+    repo = open_repo(url, name)
+    made = 0
+    while made < n:
+        s = repo.writable_session(isolation="serializable")
+        arr = zarr.open_array(s.store, path="counter", mode="r+", zarr_format=3)
+        arr[0] = int(arr[0]) + 1
+        try:
+            s.commit("increment")
+        except zarrlake.ConflictError:
+            s.abandon()
+            continue
+        made += 1
+    return made
