@@ -431,7 +431,7 @@ def random_commits(
             if isinstance(exc, zarrlake.ConflictError):
                 s.abandon()
             continue
-        done[cid] = {c: value for c in chunks}
+        done[cid] = dict.fromkeys(chunks, value)
     return {"done": done, "refused": refused}
 
 
