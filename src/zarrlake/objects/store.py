@@ -16,11 +16,13 @@ import ctypes
 import ctypes.util
 import hashlib
 import os
+import random
 import threading
+import time
 import weakref
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -316,39 +318,55 @@ class FsspecObjectStore(ObjectStore):
 
     def write(self, h: bytes, data: bytes | memoryview) -> bool:
         key = self._key(h)
-        try:
+        payload = bytes(data)
+
+        def put() -> bool:
             if self.fs.exists(key):
                 return False
             if self._conditional:
-                self.fs.pipe_file(key, bytes(data), mode="create")
+                self.fs.pipe_file(key, payload, mode="create")
             else:
-                self.fs.pipe_file(key, bytes(data))
+                self.fs.pipe_file(key, payload)
+            return True
+
+        try:
+            return _retrying(put)
         except FileExistsError:
             return False
-        except OSError as exc:
+        except Exception as exc:
             raise StorageError(f"cannot write object {h.hex()} to {self.url}: {exc}") from exc
-        return True
 
     def read_range(self, h: bytes, start: int | None = None, end: int | None = None) -> bytes:
+        key = self._key(h)
         try:
-            data = self.fs.cat_file(self._key(h), start=start, end=end)
+            data = _retrying(lambda: self.fs.cat_file(key, start=start, end=end))
         except FileNotFoundError as exc:
             raise ObjectMissingError(
                 f"object {h.hex()} is missing from {self.url}; run repo.fsck()"
             ) from exc
-        except OSError as exc:
+        except Exception as exc:
             raise StorageError(f"cannot read object {h.hex()} from {self.url}: {exc}") from exc
-        return bytes(data)
+        data = bytes(data)
+        want = None if start is None and end is None else _span(start, end)
+        if want is not None and len(data) > want:
+            raise StorageError(f"object {h.hex()}: read more bytes than asked for")
+        return data
 
     def exists(self, h: bytes) -> bool:
+        key = self._key(h)
         try:
-            return bool(self.fs.exists(self._key(h)))
-        except OSError as exc:
+            return bool(_retrying(lambda: self.fs.exists(key)))
+        except Exception as exc:
             raise StorageError(f"cannot reach {self.url}: {exc}") from exc
 
     def delete(self, h: bytes) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            self.fs.rm_file(self._key(h))
+        key = self._key(h)
+        try:
+            _retrying(lambda: self.fs.rm_file(key))
+        except FileNotFoundError:
+            pass
+        except Exception as exc:
+            raise StorageError(f"cannot delete object {h.hex()} from {self.url}: {exc}") from exc
 
     def iter_objects(self) -> Iterator[ObjectInfo]:
         base = f"{self.prefix}/chunks"
@@ -363,6 +381,41 @@ class FsspecObjectStore(ObjectStore):
             mtime = info.get("LastModified") or info.get("mtime") or info.get("created") or 0
             ts = mtime.timestamp() if hasattr(mtime, "timestamp") else float(mtime)
             yield ObjectInfo(bytes.fromhex(name), int(info.get("size", 0)), ts)
+
+
+_ATTEMPTS = 5
+_FINAL = (
+    FileNotFoundError,
+    FileExistsError,
+    PermissionError,
+    NotImplementedError,
+    ImportError,
+    TypeError,
+    ValueError,
+    AttributeError,
+    KeyError,
+)
+
+
+def _retrying[T](fn: Callable[[], T]) -> T:
+    """``fn()``, retried with jittered exponential backoff on transient failures (a refused
+    connection, a 5xx, a dropped response); answers that are final are raised at once."""
+    for attempt in range(_ATTEMPTS):
+        try:
+            return fn()
+        except _FINAL:
+            raise
+        except Exception:
+            if attempt == _ATTEMPTS - 1:
+                raise
+            time.sleep(random.uniform(0, 0.05 * 2**attempt))
+    raise AssertionError("unreachable")
+
+
+def _span(start: int | None, end: int | None) -> int | None:
+    if end is None:
+        return None
+    return max(0, end - (start or 0))
 
 
 def open_object_store(
