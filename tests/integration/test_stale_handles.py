@@ -117,3 +117,24 @@ def test_postgres_catalog_dropped_and_recreated(private_schema: str, tmp_path: P
     with pytest.raises(zarrlake.ZarrlakeError):
         s.commit("into the catalog that was dropped")
     assert len(zarrlake.Repo.open(catalog=url, name="lake").log()) == 1
+
+
+def test_a_schema_upgraded_by_a_newer_release_meanwhile_stops_writes(tmp_path: Path) -> None:
+    import sqlite3
+
+    from zarrlake.catalog import SCHEMA_VERSION
+
+    path = tmp_path / "lake"
+    repo = zarrlake.Repo.create(path)
+    _write(repo, 1)
+    s = repo.writable_session()
+    zarr.open_array(s.store, path="a", mode="r+")[:] = 5
+    s.flush()
+    with sqlite3.connect(path / "catalog.db") as conn:  # another process, a newer release
+        conn.execute(
+            "UPDATE zl_info SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION + 1),)
+        )
+    head = repo.resolve("main")
+    with pytest.raises(zarrlake.SchemaVersionError, match="upgraded"):
+        s.commit("with the old release")
+    assert repo.resolve("main") == head

@@ -98,11 +98,26 @@ class CatalogBase:
         return str(found or "")
 
     def check_identity(self, conn: sa.Connection) -> None:
-        """Refuse to write through a connection whose database was replaced underneath."""
-        if self.read_catalog_id(conn) != self.catalog_id:
+        """Refuse to write through a connection whose database was replaced underneath, or
+        whose schema another process upgraded past what this release knows (one query)."""
+        found = dict(
+            conn.execute(
+                sa.select(info.c.key, info.c.value).where(
+                    info.c.key.in_(("catalog_id", "schema_version"))
+                )
+            ).all()
+        )
+        if found.get("catalog_id", "") != self.catalog_id:
             raise CatalogError(
                 f"catalog {self.safe_url()} was replaced since this process opened it; "
                 "open the repo again"
+            )
+        version = found.get("schema_version", "0")
+        if not version.isdigit() or int(version) > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"catalog {self.safe_url()} was upgraded to schema version {version} by a newer "
+                f"zarrlake while this process had it open (this one knows {SCHEMA_VERSION}); "
+                "nothing was written. Upgrade zarrlake"
             )
 
     # -- plumbing ------------------------------------------------------------------------------
