@@ -57,6 +57,7 @@ def test_writes_and_reads_through_a_faulty_network(
                     continue
                 np.testing.assert_array_equal(got, data[i : i + 1024])
         injected = sum(proxy.faults.values())
+        print(f"\ns3 faults, seed {seed}: {proxy.requests} requests, {dict(proxy.faults)}")
     assert injected > 0, "no fault was injected"
     if commit is None:
         assert clean.resolve("main") == head
