@@ -216,14 +216,18 @@ def commit_values(
     return ids
 
 
-def commit_until(url: str, name: str, paths: list[str], ready: Any, duration: float) -> list[int]:
-    """Commit k = 1, 2, ... (every chunk of ``paths`` := k) for ``duration`` seconds."""
+def commit_n(url: str, name: str, paths: list[str], ready: Any, n: int, seen: Any) -> list[int]:
+    """Commit k = 1..n (every chunk of ``paths`` := k); before each commit, wait until the
+    reader has seen the previous one (``seen``, a shared int), so every commit is observed."""
     repo = open_repo(url, name)
     ready.wait(timeout=60)
-    end = time.monotonic() + duration
-    k, done = 0, []
-    while time.monotonic() < end:
-        k += 1
+    done = []
+    for k in range(1, n + 1):
+        deadline = time.monotonic() + 60
+        while seen.value < k - 1:  # the reader has seen the previous commit
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the reader never saw k={k - 1}")
+            time.sleep(0.002)
         s = repo.writable_session()
         fill_all(s.store, paths, k)
         s.commit(f"k={k}")
@@ -231,16 +235,17 @@ def commit_until(url: str, name: str, paths: list[str], ready: Any, duration: fl
     return done
 
 
-def read_until(
-    url: str, name: str, paths: list[str], ready: Any, duration: float
+def read_until_seen(
+    url: str, name: str, paths: list[str], ready: Any, n: int, seen: Any
 ) -> dict[str, Any]:
-    """Open a fresh read-only session on main again and again; check each sees one whole commit
-    (every chunk of every array holds the same k) and that k never goes down."""
+    """Open a fresh read-only session on main again and again, until k = n; check each sees
+    one whole commit (every chunk of every array holds the same k) and that k never goes
+    down. Publishes the highest k seen in ``seen``."""
     repo = open_repo(url, name)
     ready.wait(timeout=60)
-    end = time.monotonic() + duration + 0.5
     last, ks, violations, reads = -1, [], [], 0
-    while time.monotonic() < end:
+    deadline = time.monotonic() + 120
+    while last < n and time.monotonic() < deadline:
         s = repo.readonly_session(branch="main")
         k, problems = uniform_value(s.store, paths)
         reads += 1
@@ -249,9 +254,10 @@ def read_until(
         elif k is not None:
             if k < last:
                 violations.append(f"read regressed from k={last} to k={k} (commit {s.base_commit})")
-            last = k
+            last = max(last, k)
             if not ks or ks[-1] != k:
                 ks.append(k)
+            seen.value = last
     return {"reads": reads, "ks": ks, "violations": violations}
 
 
