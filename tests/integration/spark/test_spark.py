@@ -7,7 +7,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -224,17 +223,30 @@ def test_streaming_sink_commits_each_micro_batch_once(
     pd.testing.assert_frame_equal(xr_frame(lake), sort(frame(range(3))))
 
 
-def test_unknown_and_bad_options_are_refused(spark: Any, lake: Lake) -> None:
-    df = spark_frame(spark, frame(range(1)))
+def test_bad_options_are_refused_before_any_work() -> None:
+    from zarrlake.integrations.spark.options import parse_read, parse_write
+
+    base = {"path": "/nowhere", **grid_opts()}
     for more, msg in [
         ({"colour": "blue"}, "unknown option"),
         ({"chunks": "[2, 3]"}, "2 sizes for 3 dims"),
         ({"coords": "{not json"}, "must be JSON"),
+        ({"dims": ""}, "'dims' is required"),
+        ({"catalog": "sqlite://"}, "not both"),
+        ({"test_fail": "sometimes"}, "test_fail"),
     ]:
-        opts = {**lake.opts(**grid_opts()), **more}
-        with pytest.raises(Exception, match=msg):
-            df.write.format("zarrlake").options(**opts).mode("append").save()
+        with pytest.raises(zarrlake.InvalidInputError, match=msg):
+            parse_write({**base, **more})
+    with pytest.raises(zarrlake.InvalidInputError, match="chunks_per_partition"):
+        parse_read({"path": "/nowhere", "chunks_per_partition": "0"})
+
+
+def test_unknown_options_and_off_grid_rows_fail_the_job(spark: Any, lake: Lake) -> None:
+    df = spark_frame(spark, frame(range(1)))
+    opts = {**lake.opts(**grid_opts()), "colour": "blue"}
+    with pytest.raises(Exception, match="unknown option"):
+        df.write.format("zarrlake").options(**opts).mode("append").save()
     with pytest.raises(Exception, match="not on the grid"):
         write(spark, lake, frame(range(1)).assign(lat=lambda d: d.lat + 0.25))
     assert commits(lake) == []
-    assert np.isfinite(0)
+    assert lake.repo.sessions() == []
