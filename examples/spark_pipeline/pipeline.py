@@ -149,12 +149,14 @@ def _spark() -> Any:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    return (
+    spark = (
         SparkSession.builder.appName("zarrlake-pipeline")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.enabled", "false")
         .getOrCreate()
     )
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -164,7 +164,7 @@ def test_pushed_filters_prune_partitions_and_return_the_right_rows(spark: Any, l
     write(spark, lake, frame(range(4)))
     df = (
         spark.read.format("zarrlake")
-        .options(**lake.opts(array="temp", chunks_per_partition=1))
+        .options(**lake.opts(array="temp", chunks_per_partition=1, filter_pushdown="true"))
         .load()
     )
     assert df.rdd.getNumPartitions() == 8  # 2 x 2 x 2 chunks

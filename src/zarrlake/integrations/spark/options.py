@@ -30,7 +30,15 @@ _WRITE = _LAKE | {
     "append_dim",
     "test_fail",
 }
-_READ = _LAKE | {"ref", "array", "group", "arrays", "chunks_per_partition", "include_fill"}
+_READ = _LAKE | {
+    "ref",
+    "array",
+    "group",
+    "arrays",
+    "chunks_per_partition",
+    "include_fill",
+    "filter_pushdown",
+}
 # Options that Spark itself adds to the map.
 _SPARK = {"checkpointlocation"}
 TEST_FAIL = ("once", "always")
@@ -205,6 +213,7 @@ class ReadOptions:
     arrays: tuple[str, ...] | None
     chunks_per_partition: int | None
     include_fill: bool
+    filter_pushdown: bool
 
 
 def _bool(opts: dict[str, str], key: str) -> bool:
@@ -240,4 +249,6 @@ def parse_read(options: Mapping[str, str]) -> ReadOptions:
     ref = opts.get("ref", "main")
     if not ref.strip():
         raise InvalidInputError("option 'ref' must not be empty")
-    return ReadOptions(lake, ref, group, arrays, cpp, _bool(opts, "include_fill"))
+    return ReadOptions(
+        lake, ref, group, arrays, cpp, _bool(opts, "include_fill"), _bool(opts, "filter_pushdown")
+    )

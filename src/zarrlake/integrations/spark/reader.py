@@ -28,7 +28,7 @@ from zarrlake.integrations.spark.grid import TIME_UNITS, Axis
 from zarrlake.integrations.spark.options import LakeOptions, ReadOptions
 from zarrlake.integrations.spark.schema import spark_type
 
-__all__ = ["ReadPlan", "ZarrlakeReader", "plan_read"]
+__all__ = ["FilteringReader", "ReadPlan", "ZarrlakeReader", "plan_read"]
 
 MAX_DEFAULT_PARTITIONS = 128
 
@@ -48,6 +48,7 @@ class ReadPlan:
     chunk_separator: str
     include_fill: bool
     chunks_per_partition: int | None
+    filter_pushdown: bool
     masks: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict)
 
     def schema(self) -> StructType:
@@ -125,6 +126,7 @@ def plan_read(opts: ReadOptions) -> ReadPlan:
         chunk_separator=sep,
         include_fill=opts.include_fill,
         chunks_per_partition=opts.chunks_per_partition,
+        filter_pushdown=opts.filter_pushdown,
     )
 
 
@@ -151,20 +153,6 @@ class ZarrlakeReader(DataSourceReader):
 
     def __init__(self, plan: ReadPlan) -> None:
         self.plan = plan
-
-    def pushFilters(self, filters: list[Filter]) -> list[Filter]:
-        axes = {a.dim: a for a in self.plan.axes}
-        left: list[Filter] = []
-        for f in filters:
-            col: tuple[str, ...] = getattr(f, "attribute", ())
-            axis = axes.get(col[0]) if len(col) == 1 else None
-            mask = axis_mask(f, axis) if axis is not None else None
-            if mask is None or axis is None:
-                left.append(f)
-                continue
-            prev = self.plan.masks.get(axis.dim)
-            self.plan.masks[axis.dim] = mask if prev is None else prev & mask
-        return left
 
     def _keep(self, coords: tuple[int, ...]) -> bool:
         for axis, c, k in zip(self.plan.axes, coords, self.plan.chunks, strict=True):
@@ -251,3 +239,23 @@ def _read_chunk(
         v = values[n] if keep is None else values[n][keep]
         cols.append(pa.array(v).cast(f.type))
     return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+
+class FilteringReader(ZarrlakeReader):
+    """The reader with filter pushdown (option ``filter_pushdown=true``). Spark refuses a
+    reader that implements ``pushFilters`` unless ``spark.sql.python.filterPushdown.enabled``
+    is set, so the plain reader is the default."""
+
+    def pushFilters(self, filters: list[Filter]) -> list[Filter]:
+        axes = {a.dim: a for a in self.plan.axes}
+        left: list[Filter] = []
+        for f in filters:
+            col: tuple[str, ...] = getattr(f, "attribute", ())
+            axis = axes.get(col[0]) if len(col) == 1 else None
+            mask = axis_mask(f, axis) if axis is not None else None
+            if mask is None or axis is None:
+                left.append(f)
+                continue
+            prev = self.plan.masks.get(axis.dim)
+            self.plan.masks[axis.dim] = mask if prev is None else prev & mask
+        return left

@@ -13,7 +13,12 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from zarrlake.integrations.spark.options import parse_read
-from zarrlake.integrations.spark.reader import ReadPlan, ZarrlakeReader, plan_read
+from zarrlake.integrations.spark.reader import (
+    FilteringReader,
+    ReadPlan,
+    ZarrlakeReader,
+    plan_read,
+)
 
 __all__ = ["ZarrlakeDataSource", "register"]
 
@@ -40,7 +45,8 @@ class ZarrlakeDataSource(DataSource):
         return self._read_plan().schema()
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return ZarrlakeReader(self._read_plan())
+        plan = self._read_plan()
+        return FilteringReader(plan) if plan.filter_pushdown else ZarrlakeReader(plan)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from zarrlake.integrations.spark.writer import ZarrlakeWriter
