@@ -31,6 +31,7 @@ from zarrlake.integrations.spark.schema import spark_type
 __all__ = ["FilteringReader", "ReadPlan", "ZarrlakeReader", "plan_read"]
 
 MAX_DEFAULT_PARTITIONS = 128
+CELLS_PER_PARTITION = 1 << 20
 
 
 @dataclass
@@ -161,11 +162,15 @@ class ZarrlakeReader(DataSourceReader):
                 return False
         return True
 
+    def _default_per_partition(self, n: int) -> int:
+        # A Python task costs a fraction of a second to start: give each about a million
+        # cells, and keep the number of partitions bounded.
+        cells = math.prod(self.plan.chunks)
+        return max(1, CELLS_PER_PARTITION // cells, math.ceil(n / MAX_DEFAULT_PARTITIONS))
+
     def partitions(self) -> Sequence[InputPartition]:
         chunks = [c for c in _stored_chunks(self.plan) if self._keep(c)]
-        per = self.plan.chunks_per_partition or max(
-            1, math.ceil(len(chunks) / MAX_DEFAULT_PARTITIONS)
-        )
+        per = self.plan.chunks_per_partition or self._default_per_partition(len(chunks))
         parts = [InputPartition(chunks[i : i + per]) for i in range(0, len(chunks), per)]
         return parts or [InputPartition([])]
 
