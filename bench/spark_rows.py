@@ -12,6 +12,20 @@ not Parquet decoding. Measured, in seconds of wall time:
 * read: ``spark.read.format("zarrlake")`` of the whole array, summed (every row materialised);
 * retry: the same write where the first attempt of one task fails and Spark retries it;
 * rerun: the same job again with the same idempotency key (writes again, commits nothing).
+
+Measured 2026-11-23 on the project's 2-core machine, shared (load average 6-10 during the run),
+so read these as lower bounds; 10,000,000 rows, 8 write partitions:
+
+    write: 75.0 s = 133,278 rows/s (one commit)
+    read:  31.6 s = 315,966 rows/s
+    write with one task retried: 113.9 s (+38.9 s against a clean write)
+    rerun with the same key: 97.1 s, no new commit
+
+With 1,000,000 rows: write 88,566 rows/s, read 401,652 rows/s, a retried task +0 s within noise,
+a rerun 4.7 s. The zarrlake part of a task alone (``write_table`` of 1,000,000 rows, in one
+process, no Spark) takes 1.05 s; the rest is Spark (the shuffle of ``layout``, Arrow transfer
+to the Python workers, task start-up). A rerun with the same key costs a whole job: the tasks
+write again (identical chunks, stored once) and only the commit finds the key.
 """
 
 from __future__ import annotations
