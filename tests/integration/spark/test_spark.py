@@ -241,7 +241,9 @@ def test_bad_options_are_refused_before_any_work() -> None:
         parse_read({"path": "/nowhere", "chunks_per_partition": "0"})
 
 
-def test_unknown_options_and_off_grid_rows_fail_the_job(spark: Any, lake: Lake) -> None:
+def test_unknown_options_and_off_grid_rows_fail_the_job(spark: Any, tmp_path: Path) -> None:
+    # input validation does not depend on the catalog: the embedded default only
+    lake = make_lake("embedded", tmp_path, None)
     df = spark_frame(spark, frame(range(1)))
     opts = {**lake.opts(**grid_opts()), "colour": "blue"}
     with pytest.raises(Exception, match="unknown option"):
