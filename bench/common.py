@@ -337,9 +337,12 @@ class LakeHandle(Handle):
         return len(self.repo.log("main"))
 
     def fresh(self) -> Handle:
-        # A new Repo object has its own (empty) node caches; Repo.open would return the
-        # process-wide cached instance.
-        return LakeHandle(zarrlake.Repo(self.repo.config), self.system, self.path)
+        # Cold caches: drop this process's cached repo cores, so the next open builds a new
+        # one with empty node caches.
+        from zarrlake.core import forget_cores
+
+        forget_cores()
+        return LakeHandle(zarrlake.Repo.from_config(self.repo.config), self.system, self.path)
 
     def diff(self, a: str, b: str) -> Any:
         fn = getattr(self.repo, "diff", None)

@@ -30,6 +30,20 @@ def _need_postgres() -> None:
         pytest.skip("PostgreSQL on 127.0.0.1:5432 is not reachable")
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--stress",
+        action="store_true",
+        help="run the stress tests at full size (minutes; by hand, not in CI)",
+    )
+
+
+@pytest.fixture
+def stress(request: pytest.FixtureRequest) -> bool:
+    """Whether the stress tests run at full size (``--stress``)."""
+    return bool(request.config.getoption("--stress"))
+
+
 def unique(prefix: str = "t") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
 

@@ -6,12 +6,13 @@
 >>> zarr.open_group(s.store, mode="w").create_array("t", shape=(4,), dtype="f4")  # doctest: +SKIP
 >>> s.commit("create t")                                   # doctest: +SKIP
 
-``zarrlake.open_dataset`` (and ``import zarrlake.xarray``) loads the xarray layer on first use
-and enables the ``ds.lake`` accessor; ``import zarrlake`` alone does not import xarray.
+``ds.lake`` is available whenever xarray is importable, in either import order;
+``import zarrlake`` alone does not import xarray (the accessor is registered when xarray is).
 """
 
 from typing import TYPE_CHECKING, Any
 
+from zarrlake import _xarray_hook
 from zarrlake.errors import (
     AlreadyExistsError,
     CatalogError,
@@ -19,6 +20,7 @@ from zarrlake.errors import (
     CommitTimeoutError,
     Conflict,
     ConflictError,
+    ConflictKind,
     EmptyCommitError,
     InvalidInputError,
     InvalidKeyError,
@@ -39,10 +41,10 @@ from zarrlake.errors import (
 )
 from zarrlake.maintenance import ExpireReport, ExportReport, FsckIssue, FsckReport, GCReport
 from zarrlake.model.diff import Diff, DiffSummary, FieldChange, NodeDiff
-from zarrlake.repo import Repo, RepoConfig
-from zarrlake.session import Session
+from zarrlake.repo import Repo
+from zarrlake.session import ReadonlySession, Session, WritableSession
 from zarrlake.store import LakeStore
-from zarrlake.types import CommitInfo, RefLogEntry, SessionInfo
+from zarrlake.types import CommitInfo, RefLogEntry, RepoConfig, SessionInfo
 
 if TYPE_CHECKING:
     from zarrlake.xarray import open_dataset as open_dataset
@@ -57,6 +59,7 @@ __all__ = [
     "CommitTimeoutError",
     "Conflict",
     "ConflictError",
+    "ConflictKind",
     "Diff",
     "DiffSummary",
     "EmptyCommitError",
@@ -76,6 +79,7 @@ __all__ = [
     "NotFoundError",
     "ObjectMissingError",
     "ReadOnlyError",
+    "ReadonlySession",
     "RefLogEntry",
     "RefMovedError",
     "Repo",
@@ -88,9 +92,12 @@ __all__ = [
     "SessionInfo",
     "StorageError",
     "UnalignedWriteError",
+    "WritableSession",
     "ZarrlakeError",
     "__version__",
 ]
+
+_xarray_hook.install()
 
 # Loaded on first use, so that ``import zarrlake`` stays fast and works without xarray.
 _LAZY = {"open_dataset": "zarrlake.xarray"}

@@ -16,6 +16,7 @@ from that builtin so that generic handlers (``except ValueError``) keep working.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "CommitTimeoutError",
     "Conflict",
     "ConflictError",
+    "ConflictKind",
     "EmptyCommitError",
     "InvalidInputError",
     "InvalidKeyError",
@@ -145,6 +147,19 @@ class ReadOnlyError(SessionError, ValueError):
 # -- concurrent work collided ----------------------------------------------------------------
 
 
+class ConflictKind(StrEnum):
+    """Why two changes collide. A string enum: ``ConflictKind.CHUNK == "chunk"``."""
+
+    CHUNK = "chunk"
+    METADATA = "metadata"
+    ATTRIBUTES = "attributes"
+    DELETE = "delete"
+    CREATE = "create"
+    RAW = "raw"
+    READ = "read"
+    HISTORY = "history"
+
+
 @dataclass(frozen=True, slots=True)
 class Conflict:
     """One reason a commit, rebase or merge cannot proceed automatically.
@@ -168,11 +183,14 @@ class Conflict:
         Human-readable explanation.
     """
 
-    kind: str
+    kind: ConflictKind
     path: str
     chunk: tuple[int, ...] | None
     commit: str | None
     detail: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", ConflictKind(self.kind))
 
     def __str__(self) -> str:
         where = f"{self.path or '/'}" + (f" chunk {self.chunk}" if self.chunk is not None else "")
@@ -213,15 +231,47 @@ def _rebuild_conflict_error(
 
 
 class RefMovedError(ConflictError):
-    """A branch was not where the caller expected it (compare-and-swap failed)."""
+    """A branch was not where the caller expected it (compare-and-swap failed).
+
+    Attributes: ``ref`` (the branch), ``expected`` (the commit the caller named), ``actual``
+    (where the branch is now, ``None`` if it no longer exists).
+    """
 
     kind = "ref_moved"
 
+    def __init__(
+        self, message: str, *, ref: str = "", expected: str = "", actual: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.ref, self.expected, self.actual = ref, expected, actual
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_with, (type(self), self.args[0], self.__dict__))
+
 
 class CommitTimeoutError(ConflictError):
-    """A commit kept losing the race for the branch until its timeout passed."""
+    """A commit kept losing the race for the branch until its timeout passed.
+
+    Attributes: ``branch``, ``attempts`` (how many times it lost), ``timeout`` (seconds).
+    """
 
     kind = "commit_timeout"
+
+    def __init__(
+        self, message: str, *, branch: str = "", attempts: int = 0, timeout: float = 0.0
+    ) -> None:
+        super().__init__(message)
+        self.branch, self.attempts, self.timeout = branch, attempts, timeout
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_with, (type(self), self.args[0], self.__dict__))
+
+
+def _rebuild_with(cls: type[ConflictError], message: str, attrs: dict[str, Any]) -> ConflictError:
+    err = cls.__new__(cls)
+    Exception.__init__(err, message)
+    err.__dict__.update(attrs)
+    return err
 
 
 # -- infrastructure --------------------------------------------------------------------------

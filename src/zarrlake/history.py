@@ -1,46 +1,34 @@
-"""History operations: ref expressions, diff, status, merge and revert.
+"""History operations on a repo core: ref expressions, diff, merge and revert.
 
-``Repo`` and ``Session`` expose these as methods; the pure parts (diffing snapshots, planning a
-three-way merge, the ref expression grammar) live in :mod:`zarrlake.model`.
+``Repo`` exposes these as methods; the pure parts (diffing snapshots, planning a three-way
+merge, the merge base walk, the ref expression grammar) live in :mod:`zarrlake.model`.
 """
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, get_args
+from typing import Any
 
 from zarrlake.catalog import CommitRow
+from zarrlake.core import RepoCore, publish_commit
 from zarrlake.errors import (
     CommitTimeoutError,
     Conflict,
     ConflictError,
-    EmptyCommitError,
+    ConflictKind,
     InvalidInputError,
     InvalidRefError,
     NotFoundError,
 )
-from zarrlake.model import (
-    ManifestIndex,
-    NodeMeta,
-    Root,
-    Shard,
-    StagedState,
-    build_snapshot,
-    content_hash,
-)
-from zarrlake.model.changes import SnapshotReader
+from zarrlake.model import Root, StagedState, check_solver
 from zarrlake.model.diff import Diff, diff_roots
-from zarrlake.model.merge import MergeStrategy, plan_merge
+from zarrlake.model.graph import merge_base as _walk_merge_base
+from zarrlake.model.merge import plan_merge
 from zarrlake.model.refexpr import RefExpr, parse_ref_expr
-from zarrlake.types import new_commit_id, validate_name
+from zarrlake.types import validate_metadata, validate_name, validate_text
 
-if TYPE_CHECKING:
-    from zarrlake.repo import Repo
-    from zarrlake.session import Session
-
-__all__ = ["diff", "merge", "merge_base", "resolve_ref", "revert", "session_status"]
+__all__ = ["diff", "merge", "merge_base", "resolve_ref", "revert"]
 
 _COMMIT_PREFIX_MIN = 4
 
@@ -48,10 +36,10 @@ _COMMIT_PREFIX_MIN = 4
 # -- ref expressions ---------------------------------------------------------------------------
 
 
-def _lookup_base(repo: Repo, name: str) -> str:
+def _lookup_base(core: RepoCore, name: str) -> str:
     """A branch, tag, commit id or unique commit id prefix."""
     hexlike = _COMMIT_PREFIX_MIN <= len(name) <= 40 and all(c in "0123456789abcdef" for c in name)
-    found = repo._catalog.lookup(repo._id, name, prefix=hexlike)
+    found = core.catalog.lookup(core.repo_id, name, prefix=hexlike)
     ref = [c for what, c in found if what == "ref"]
     if ref:
         return ref[0]  # refs first, as git does
@@ -62,17 +50,18 @@ def _lookup_base(repo: Repo, name: str) -> str:
         if len(matches) > 1:
             raise InvalidRefError(f"commit prefix {name!r} is ambiguous; give more characters")
     raise NotFoundError(
-        f"no branch, tag or commit {name!r} in repo {repo.name!r}; "
-        f"branches: {sorted(repo.branches())}, tags: {sorted(repo.tags())}"
+        f"no branch, tag or commit {name!r} in repo {core.name!r}; "
+        f"branches: {sorted(core.catalog.list_refs(core.repo_id, 'branch'))}, "
+        f"tags: {sorted(core.catalog.list_refs(core.repo_id, 'tag'))}"
     )
 
 
-def _from_reflog(repo: Repo, expr: RefExpr, text: str) -> str:
-    cat = repo._catalog
+def _from_reflog(core: RepoCore, expr: RefExpr, text: str) -> str:
+    cat = core.catalog
     if expr.position is not None:
-        row = cat.reflog_position(repo._id, expr.base, expr.position)
+        row = cat.reflog_position(core.repo_id, expr.base, expr.position)
         if row is None:
-            total = len(cat.reflog(repo._id, expr.base))
+            total = len(cat.reflog(core.repo_id, expr.base))
             if total == 0:
                 raise NotFoundError(f"{text!r}: {expr.base!r} has no ref log (is it a ref?)")
             raise NotFoundError(
@@ -83,7 +72,7 @@ def _from_reflog(repo: Repo, expr: RefExpr, text: str) -> str:
             raise NotFoundError(f"{text!r}: {expr.base!r} was deleted at that position")
         return row.new_commit
     assert expr.at is not None
-    found = cat.ref_at(repo._id, expr.base, expr.at.timestamp())  # slack: see ref_at
+    found = cat.ref_at(core.repo_id, expr.base, expr.at.timestamp())  # slack: see ref_at
     if found is None:
         raise NotFoundError(
             f"{text!r}: {expr.base!r} did not exist (or was deleted) at {expr.at.isoformat()}"
@@ -91,17 +80,17 @@ def _from_reflog(repo: Repo, expr: RefExpr, text: str) -> str:
     return found
 
 
-def _parent(repo: Repo, commit: str, n: int, text: str) -> str:
+def _parent(core: RepoCore, commit: str, n: int, text: str) -> str:
     if n == 0:
         return commit
-    row = repo._catalog.get_commit(repo._id, commit)
+    row = core.catalog.get_commit(core.repo_id, commit)
     parents = [p for p in (row.parent_id, row.merge_parent_id) if p]
     if n > len(parents):
         raise NotFoundError(f"{text!r}: commit {commit[:10]} has {len(parents)} parent(s)")
     return parents[n - 1]
 
 
-def resolve_ref(repo: Repo, text: object) -> str:
+def resolve_ref(core: RepoCore, text: object) -> str:
     """The commit id a ref expression names (see :mod:`zarrlake.model.refexpr`).
 
     Raises :class:`InvalidRefError` when the expression is malformed or a prefix ambiguous,
@@ -110,13 +99,13 @@ def resolve_ref(repo: Repo, text: object) -> str:
     expr = parse_ref_expr(text)
     assert isinstance(text, str)
     if not expr.steps and not expr.uses_reflog:
-        return _lookup_base(repo, expr.base)  # the common case: one query
-    commit = _from_reflog(repo, expr, text) if expr.uses_reflog else _lookup_base(repo, expr.base)
+        return _lookup_base(core, expr.base)  # the common case: one query
+    commit = _from_reflog(core, expr, text) if expr.uses_reflog else _lookup_base(core, expr.base)
     for step in expr.steps:
         if step.kind == "^":
-            commit = _parent(repo, commit, step.n, text)
+            commit = _parent(core, commit, step.n, text)
             continue
-        found = repo._catalog.nth_ancestor(repo._id, commit, step.n)
+        found = core.catalog.nth_ancestor(core.repo_id, commit, step.n)
         if found is None:
             raise NotFoundError(
                 f"{text!r}: the first-parent history of {commit[:10]} is less than {step.n} "
@@ -129,122 +118,59 @@ def resolve_ref(repo: Repo, text: object) -> str:
 # -- merge base --------------------------------------------------------------------------------
 
 
-def _reach(graph: Mapping[str, tuple[str | None, str | None, int]], start: str) -> set[str]:
-    seen: set[str] = set()
-    todo = [start]
-    while todo:
-        c = todo.pop()
-        if c in seen or c not in graph:
-            continue
-        seen.add(c)
-        p, q, _ = graph[c]
-        todo.extend(x for x in (p, q) if x)
-    return seen
-
-
-def merge_base(repo: Repo, a: str, b: str) -> str | None:
-    """The best common ancestor of two commits (``None`` if they share no history).
-
-    Walks back from both in widening windows of generations, so the cost follows the distance
-    to the common ancestor, not the length of the history. With several best common ancestors
-    (criss-cross merges), the one of highest generation is chosen.
-    """
+def merge_base(core: RepoCore, a: str, b: str) -> str | None:
+    """The best common ancestor of two commits (``None`` if they share no history)."""
     if a == b:
         return a
-    cat = repo._catalog
-    ga = cat.get_commit(repo._id, a).generation
-    gb = cat.get_commit(repo._id, b).generation
-    window = 64
-    low = min(ga, gb) - window
-    while True:
-        graph = cat.commit_graph(repo._id, [a, b], max(low, 0))
-        common = _reach(graph, a) & _reach(graph, b)
-        if common:
-            # Generations strictly decrease along parents, so the common ancestor of highest
-            # generation is not an ancestor of another one: it is a best common ancestor.
-            return max(common, key=lambda c: (graph[c][2], c))
-        if low <= 0:
-            return None
-        low -= window
-        window *= 4
+    cat = core.catalog
+    ga = cat.get_commit(core.repo_id, a).generation
+    gb = cat.get_commit(core.repo_id, b).generation
+    return _walk_merge_base(
+        a, ga, b, gb, lambda heads, low: cat.commit_graph(core.repo_id, heads, low)
+    )
 
 
 # -- diff and status ---------------------------------------------------------------------------
 
 
-class _Overlay:
-    """A snapshot reader that also knows nodes not yet stored (a session's would-be commit)."""
-
-    def __init__(self, reader: SnapshotReader, blobs: Mapping[bytes, tuple[str, bytes]]) -> None:
-        self.reader = reader
-        self.blobs = blobs
-
-    def meta_bytes(self, h: bytes) -> bytes:
-        found = self.blobs.get(h)
-        return found[1] if found is not None else self.reader.meta_bytes(h)
-
-    def node_meta(self, h: bytes) -> NodeMeta:
-        return self.reader.node_meta(h)
-
-    def index(self, h: bytes) -> ManifestIndex:
-        found = self.blobs.get(h)
-        return ManifestIndex.decode(found[1]) if found is not None else self.reader.index(h)
-
-    def shard(self, h: bytes) -> Shard:
-        found = self.blobs.get(h)
-        return Shard.decode(found[1]) if found is not None else self.reader.shard(h)
-
-    def prefetch_shards(self, hashes: Sequence[bytes]) -> None:
-        self.reader.prefetch_shards([h for h in hashes if h not in self.blobs])
+def _root(core: RepoCore, commit: str) -> tuple[CommitRow, Root]:
+    row = core.catalog.get_commit(core.repo_id, commit)
+    return row, core.reader.root(row.root_hash)
 
 
-def _root(repo: Repo, commit: str) -> tuple[CommitRow, Root]:
-    row = repo._catalog.get_commit(repo._id, commit)
-    return row, repo._reader.root(row.root_hash)
-
-
-def diff(repo: Repo, a: str, b: str) -> Diff:
+def diff(core: RepoCore, a: str, b: str) -> Diff:
     """What changed from ref ``a`` to ref ``b``."""
-    ca, cb = repo.resolve(a), repo.resolve(b)
-    _, ra = _root(repo, ca)
-    _, rb = _root(repo, cb)
-    return diff_roots(ra, rb, repo._reader, labels=(ca, cb))
-
-
-def session_status(session: Session) -> Diff:
-    """A session's uncommitted changes against its base commit."""
-    base = session.base_commit
-    if session.read_only:
-        return Diff(before=base, after=base)
-    state = session._staged_state()
-    reader = session.repo._reader
-    built = build_snapshot(session._base_root, state, reader)
-    return diff_roots(
-        session._base_root, built.root, _Overlay(reader, built.blobs), labels=(base, "staged")
-    )
+    ca, cb = resolve_ref(core, a), resolve_ref(core, b)
+    _, ra = _root(core, ca)
+    _, rb = _root(core, cb)
+    return diff_roots(ra, rb, core.reader, labels=(ca, cb))
 
 
 # -- merge and revert --------------------------------------------------------------------------
 
 
-def _branch_head(repo: Repo, branch: str) -> str:
-    found = repo._catalog.get_ref(repo._id, branch)
+def _branch_head(core: RepoCore, branch: str) -> str:
+    found = core.catalog.get_ref(core.repo_id, branch)
     if found is None or found[0] != "branch":
-        raise NotFoundError(f"no branch {branch!r}; branches: {sorted(repo.branches())}")
+        branches = sorted(core.catalog.list_refs(core.repo_id, "branch"))
+        raise NotFoundError(f"no branch {branch!r}; branches: {branches}")
     return found[1]
 
 
-def _backoff(attempt: int, deadline: float, what: str, timeout: float) -> None:
+def _backoff(attempt: int, deadline: float, what: str, timeout: float, branch: str) -> None:
     if time.monotonic() >= deadline:
         raise CommitTimeoutError(
             f"{what} lost the race for the branch {attempt} times in {timeout:.0f} s; "
-            "try again or raise the timeout"
+            "try again or raise the timeout",
+            branch=branch,
+            attempts=attempt,
+            timeout=timeout,
         )
     time.sleep(random.uniform(0, min(0.25, 0.002 * 2 ** min(attempt, 8))))
 
 
 def _apply(
-    repo: Repo,
+    core: RepoCore,
     *,
     branch: str,
     head: CommitRow,
@@ -261,83 +187,78 @@ def _apply(
     allow_empty: bool,
 ) -> str | None:
     """Build and insert one session-less commit; ``None`` if the branch moved meanwhile."""
-    reader = repo._reader
-    for h, (kind, data) in plan_blobs.items():
-        reader.prime(h, kind, data)
-    result = build_snapshot(head_root, staged, reader)
-    if result.changes.is_empty() and not allow_empty:
-        raise EmptyCommitError(f"this {action} changes nothing on branch {branch!r}")
-    changes = result.changes.encode()
-    ch = content_hash(changes)
-    row = CommitRow(
-        new_commit_id(),
-        parents[0],
-        parents[1],
-        result.root_hash,
-        ch,
-        author,
-        message,
-        metadata,
-        0.0,
-        generation,
+    built = publish_commit(
+        core,
+        branch=branch,
+        head=head,
+        head_root=head_root,
+        staged=staged,
+        extra_blobs=plan_blobs,
+        parents=parents,
+        generation=generation,
+        author=author,
+        message=message,
+        metadata=metadata,
+        allow_empty=allow_empty,
+        empty_message=f"this {action} changes nothing on branch {branch!r}",
+        require=require,
+        action=action,
     )
-    blobs = {**plan_blobs, **result.blobs, ch: ("changes", changes)}
-    done = repo._catalog.insert_commit_checked(
-        repo._id, branch, head.id, row, blobs, require=require, action=action
-    )
-    return None if done is None else row.id
+    return None if built is None else built.id
 
 
 def merge(
-    repo: Repo,
+    core: RepoCore,
     source: str,
-    into: str,
+    branch: str,
     *,
-    strategy: MergeStrategy,
+    solver: str,
     message: str | None,
     author: str,
     metadata: dict[str, Any] | None,
     fast_forward: bool,
     timeout: float,
 ) -> str:
-    """Merge ref ``source`` into branch ``into``; returns the branch's new head."""
-    if strategy not in get_args(MergeStrategy):
-        raise InvalidInputError(f"strategy must be 'fail', 'ours' or 'theirs', got {strategy!r}")
-    validate_name(into, "branch name")
-    src = repo.resolve(source)
+    """Merge ref ``source`` into ``branch``; returns the branch's new head."""
+    strategy = check_solver(solver)
+    if message is not None:
+        validate_text(message, "merge message")
+    metadata = validate_metadata(metadata)
+    into = validate_name(branch, "branch name")
+    src = resolve_ref(core, source)
     deadline = time.monotonic() + timeout
     attempt = 0
     while True:
-        head = _branch_head(repo, into)
-        base = merge_base(repo, head, src)
+        head = _branch_head(core, into)
+        base = merge_base(core, head, src)
         if base is None:
             raise ConflictError(
                 f"cannot merge {source!r} into {into!r}: they share no history "
                 "(or the common history was expired)",
-                [Conflict("history", "", None, src, "no common ancestor")],
+                [Conflict(ConflictKind.HISTORY, "", None, src, "no common ancestor")],
             )
         if base == src:
             return head  # already merged: nothing to do
         if base == head and fast_forward:
             note = message or f"fast-forward {into} to {source}"
-            if repo._catalog.move_branch(repo._id, into, head, src, author, "merge", note):
+            if core.catalog.move_branch(core.repo_id, into, head, src, author, "merge", note):
                 return src
         else:
-            head_row, head_root = _root(repo, head)
-            src_row, src_root = _root(repo, src)
-            _, base_root = _root(repo, base)
+            head_row, head_root = _root(core, head)
+            src_row, src_root = _root(core, src)
+            _, base_root = _root(core, base)
             plan = plan_merge(
-                base_root, head_root, src_root, repo._reader, target_id=head, strategy=strategy
+                base_root, head_root, src_root, core.reader, target_id=head, solver=strategy
             )
             if plan.conflicts and strategy == "fail":
                 raise ConflictError(
                     f"cannot merge {source!r} into {into!r}: both changed the same data since "
-                    f"their common ancestor {base[:10]}. Merge with strategy='ours' (keep "
+                    f"their common ancestor {base[:10]}. Merge with solver='ours' (keep "
                     f"{into!r}) or 'theirs' (take {source!r}), or change one side first",
                     plan.conflicts,
                 )
             done = _apply(
-                repo,
+                core,
                 branch=into,
                 head=head_row,
                 head_root=head_root,
@@ -355,11 +276,11 @@ def merge(
             if done is not None:
                 return done
         attempt += 1
-        _backoff(attempt, deadline, f"merge of {source!r} into {into!r}", timeout)
+        _backoff(attempt, deadline, f"merge of {source!r} into {into!r}", timeout, into)
 
 
 def revert(
-    repo: Repo,
+    core: RepoCore,
     commit: str,
     branch: str,
     *,
@@ -369,14 +290,17 @@ def revert(
     timeout: float,
 ) -> str:
     """Commit on ``branch`` the inverse of one commit's changes; returns the new commit."""
+    if message is not None:
+        validate_text(message, "revert message")
+    metadata = validate_metadata(metadata)
     validate_name(branch, "branch name")
-    target = repo.resolve(commit)
-    target_row, target_root = _root(repo, target)
+    target = resolve_ref(core, commit)
+    target_row, target_root = _root(core, target)
     if target_row.parent_id is None:
         raise InvalidInputError(f"commit {target[:10]} is the first of the repo; nothing to revert")
     parent = target_row.parent_id
     try:
-        _, parent_root = _root(repo, parent)
+        _, parent_root = _root(core, parent)
     except NotFoundError:
         raise NotFoundError(
             f"cannot revert {target[:10]}: its parent {parent[:10]} was expired"
@@ -384,12 +308,12 @@ def revert(
     deadline = time.monotonic() + timeout
     attempt = 0
     while True:
-        head = _branch_head(repo, branch)
-        head_row, head_root = _root(repo, head)
+        head = _branch_head(core, branch)
+        head_row, head_root = _root(core, head)
         # The inverse of target's changes is "parent, seen from target": a three-way merge of
         # the parent into the head with the reverted commit as the common ancestor.
         plan = plan_merge(
-            target_root, head_root, parent_root, repo._reader, target_id=head, strategy="fail"
+            target_root, head_root, parent_root, core.reader, target_id=head, solver="fail"
         )
         if plan.conflicts:
             raise ConflictError(
@@ -398,7 +322,7 @@ def revert(
                 plan.conflicts,
             )
         done = _apply(
-            repo,
+            core,
             branch=branch,
             head=head_row,
             head_root=head_root,
@@ -416,4 +340,4 @@ def revert(
         if done is not None:
             return done
         attempt += 1
-        _backoff(attempt, deadline, f"revert of {target[:10]}", timeout)
+        _backoff(attempt, deadline, f"revert of {target[:10]}", timeout, branch)

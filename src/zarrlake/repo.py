@@ -4,35 +4,44 @@ from __future__ import annotations
 
 import getpass
 import os
-import threading
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from zarrlake import history, maintenance
-from zarrlake._reader import CatalogReader
-from zarrlake.catalog import Catalog, catalog_for, forget_catalog
+import zarrlake.history as history
+import zarrlake.maintenance as maintenance
+from zarrlake.catalog import Catalog
+from zarrlake.core import RepoCore, create_core, open_core
 from zarrlake.errors import (
     InvalidInputError,
     NotFoundError,
     RefMovedError,
 )
 from zarrlake.maintenance import ExpireReport, ExportReport, FsckReport, GCReport
-from zarrlake.model import Root, content_hash
+from zarrlake.model import Root, Solver, content_hash
 from zarrlake.model.diff import Diff
-from zarrlake.model.merge import MergeStrategy
-from zarrlake.objects import ObjectStore, open_object_store
-from zarrlake.session import DEFAULT_EXPIRY, MAX_EXPIRY, Session
+from zarrlake.session import (
+    DEFAULT_EXPIRY,
+    MAX_EXPIRY,
+    ReadonlySession,
+    Session,
+    WritableSession,
+    join_session,
+    start_session,
+)
 from zarrlake.types import (
     CommitInfo,
     Isolation,
     RefLogEntry,
+    RepoConfig,
     SessionInfo,
+    check_limit,
     from_epoch,
     new_commit_id,
-    new_session_id,
+    safe_url,
+    to_timestamp,
     validate_name,
+    validate_text,
 )
 
 __all__ = ["Repo", "RepoConfig"]
@@ -47,38 +56,8 @@ def default_author() -> str:
         return "unknown"
 
 
-@dataclass(frozen=True, slots=True)
-class RepoConfig:
-    """Everything needed to reopen a repo in another process (no open handles)."""
-
-    catalog: str
-    name: str = "default"
-    storage_options: dict[str, Any] = field(default_factory=dict)
-    verify_reads: bool = True
-    strict_metadata: bool = True
-
-    def key(self) -> tuple[Any, ...]:
-        return (
-            self.catalog,
-            self.name,
-            repr(sorted(self.storage_options.items())),
-            self.verify_reads,
-            self.strict_metadata,
-        )
-
-
-_repos: dict[tuple[Any, ...], Repo] = {}
-_repos_lock = threading.Lock()
-
-
-def forget_location(location: str | os.PathLike[str]) -> None:
-    """Drop this process's cached repos and catalog engine for an embedded-default repo, so
-    that a repo created again at the same place after its directory was removed starts afresh."""
-    _, url = _local_catalog(location)
-    with _repos_lock:
-        for key in [k for k in _repos if k[1] == url]:
-            del _repos[key]
-    forget_catalog(url)
+def _author(author: object) -> str:
+    return default_author() if author is None else validate_text(author, "author")
 
 
 def _local_catalog(location: str | os.PathLike[str]) -> tuple[Path, str]:
@@ -96,16 +75,11 @@ class Repo:
                          storage_options={"anon": False})
     """
 
-    def __init__(self, config: RepoConfig) -> None:
-        self.config = config
-        self.name = config.name
-        self._catalog: Catalog = catalog_for(config.catalog)
-        self._id, self.storage = self._catalog.get_repo(config.name)
-        self._strict = config.strict_metadata
-        self._objects: ObjectStore = open_object_store(
-            self.storage, config.storage_options, verify=config.verify_reads
-        )
-        self._reader = CatalogReader(self._catalog, self._id)
+    def __init__(self, core: RepoCore) -> None:
+        self._core = core
+        self.config = core.config
+        self.name = core.name
+        self.storage = core.storage
 
     # -- opening -------------------------------------------------------------------------------
 
@@ -172,8 +146,11 @@ class Repo:
             location, catalog, name, storage_options, verify_reads, strict_metadata
         )
         if path is not None:
+            if path.exists() and not path.is_dir():
+                raise InvalidInputError(f"{path} exists and is not a directory")
             path.mkdir(parents=True, exist_ok=True)
-            storage_url = str(path)
+            # relative to the catalog file's directory: the lake can be moved or copied whole
+            storage_url = "."
         elif storage is None:
             raise InvalidInputError(
                 "storage= is required with catalog= (e.g. 's3://bucket/prefix')"
@@ -182,14 +159,16 @@ class Repo:
             storage_url = storage
             if "://" not in storage_url:
                 storage_url = str(Path(storage_url).expanduser().absolute())
-        # Fail on unusable storage before the catalog records the repo.
-        open_object_store(storage_url, config.storage_options, verify=verify_reads)
-        cat = catalog_for(config.catalog)
         data = Root().encode()
-        cat.create_repo(
-            name, storage_url, content_hash(data), data, new_commit_id(), author or default_author()
+        core = create_core(
+            config,
+            storage_url,
+            content_hash(data),
+            data,
+            new_commit_id(),
+            _author(author),
         )
-        return cls._cached(config)
+        return cls(core)
 
     @classmethod
     def open(
@@ -210,7 +189,7 @@ class Repo:
             raise NotFoundError(
                 f"no zarrlake repo at {path} (create one with Repo.create({str(path)!r}))"
             )
-        return cls._cached(config)
+        return cls(open_core(config))
 
     @classmethod
     def open_or_create(cls, location: str | os.PathLike[str] | None = None, **kwargs: Any) -> Repo:
@@ -222,19 +201,28 @@ class Repo:
             return cls.create(location, **kwargs)
 
     @classmethod
-    def _cached(cls, config: RepoConfig) -> Repo:
-        key = (os.getpid(), *config.key())
-        with _repos_lock:
-            repo = _repos.get(key)
-            if repo is None:
-                repo = _repos[key] = cls(config)
-            return repo
+    def from_config(cls, config: RepoConfig) -> Repo:
+        """Open the repo a :class:`RepoConfig` describes (as ``repo.config`` gives it)."""
+        if not isinstance(config, RepoConfig):
+            raise InvalidInputError(f"expected a RepoConfig, got {type(config).__name__}")
+        return cls(open_core(config))
+
+    @property
+    def _cat(self) -> Catalog:
+        return self._core.catalog
+
+    @property
+    def _rid(self) -> int:
+        return self._core.repo_id
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (Repo._cached, (self.config,))
+        return (Repo.from_config, (self.config,))
 
     def __repr__(self) -> str:
-        return f"<zarrlake.Repo {self.name!r} catalog={self._catalog._safe_url()} storage={self.storage}>"
+        return (
+            f"<zarrlake.Repo {self.name!r} catalog={safe_url(self.config.catalog)} "
+            f"storage={self.storage}>"
+        )
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Repo) and other.config == self.config
@@ -252,27 +240,28 @@ class Repo:
         at that time), ``~N`` (Nth first-parent ancestor) and ``^N`` (Nth parent). Every
         method that takes a ref accepts these. See ``docs/history.md``.
         """
-        return history.resolve_ref(self, ref)
+        return history.resolve_ref(self._core, ref)
 
     def branches(self) -> dict[str, str]:
         """Branch name -> head commit id."""
-        return self._catalog.list_refs(self._id, "branch")
+        return self._cat.list_refs(self._rid, "branch")
 
     def tags(self) -> dict[str, str]:
         """Tag name -> commit id."""
-        return self._catalog.list_refs(self._id, "tag")
+        return self._cat.list_refs(self._rid, "tag")
 
-    def create_branch(self, name: str, from_ref: str = "main", *, author: str | None = None) -> str:
-        """Create a branch at ``from_ref`` (branch, tag or commit); returns its commit id."""
+    def create_branch(self, name: str, ref: str = "main", *, author: str | None = None) -> str:
+        """Create a branch at ``ref`` (branch, tag, commit or ref expression); returns its
+        commit id."""
         validate_name(name, "branch name")
-        commit = self.resolve(from_ref)
-        self._catalog.create_ref(self._id, name, "branch", commit, author or default_author())
+        commit = self.resolve(ref)
+        self._cat.create_ref(self._rid, name, "branch", commit, _author(author))
         return commit
 
     def delete_branch(self, name: str, *, author: str | None = None) -> str:
         """Delete a branch (its commits stay reachable from other refs); returns its last head."""
         validate_name(name, "branch name")
-        return self._catalog.delete_ref(self._id, name, "branch", author or default_author())
+        return self._cat.delete_ref(self._rid, name, "branch", _author(author))
 
     def reset_branch(
         self,
@@ -290,16 +279,20 @@ class Repo:
         """
         validate_name(name, "branch name")
         target = self.resolve(to)
-        current = self._catalog.get_ref(self._id, name)
+        current = self._cat.get_ref(self._rid, name)
         if current is None or current[0] != "branch":
             raise NotFoundError(f"no branch {name!r}")
         old = self.resolve(expected) if expected is not None else current[1]
-        if not self._catalog.move_branch(
-            self._id, name, old, target, author or default_author(), "reset", message
+        if not self._cat.move_branch(
+            self._rid, name, old, target, _author(author), "reset", message
         ):
+            now = self._cat.get_ref(self._rid, name)
             raise RefMovedError(
                 f"branch {name!r} is not at {old[:10]} any more (someone moved it); "
-                "read its head again and retry"
+                "read its head again and retry",
+                ref=name,
+                expected=old,
+                actual=None if now is None else now[1],
             )
         return target
 
@@ -307,13 +300,13 @@ class Repo:
         """Create an immutable tag at ``ref``; returns its commit id."""
         validate_name(name, "tag name")
         commit = self.resolve(ref)
-        self._catalog.create_ref(self._id, name, "tag", commit, author or default_author())
+        self._cat.create_ref(self._rid, name, "tag", commit, _author(author))
         return commit
 
     def delete_tag(self, name: str, *, author: str | None = None) -> str:
         """Delete a tag (recorded in the ref log); returns the commit it pointed to."""
         validate_name(name, "tag name")
-        return self._catalog.delete_ref(self._id, name, "tag", author or default_author())
+        return self._cat.delete_ref(self._rid, name, "tag", _author(author))
 
     def reflog(self, name: str, limit: int | None = None) -> list[RefLogEntry]:
         """Every move of a branch or tag, newest first."""
@@ -322,55 +315,54 @@ class Repo:
             RefLogEntry(
                 r.name, r.action, r.old_commit, r.new_commit, r.author, from_epoch(r.at), r.message
             )
-            for r in self._catalog.reflog(self._id, name, limit)
+            for r in self._cat.reflog(self._rid, name, check_limit(limit))
         ]
 
     # -- history -------------------------------------------------------------------------------
 
     def commit_info(self, ref: str) -> CommitInfo:
-        row = self._catalog.get_commit(self._id, self.resolve(ref))
+        row = self._cat.get_commit(self._rid, self.resolve(ref))
         return _info(row)
 
     def log(self, ref: str = "main", limit: int | None = None) -> list[CommitInfo]:
         """Commits reachable from ``ref`` by first parents, newest first."""
-        if limit is not None and limit < 0:
-            raise InvalidInputError("limit must be >= 0")
-        return [_info(r) for r in self._catalog.ancestry(self._id, self.resolve(ref), limit)]
+        limit = check_limit(limit)
+        return [_info(r) for r in self._cat.ancestry(self._rid, self.resolve(ref), limit)]
 
     def diff(self, a: str, b: str) -> Diff:
         """What changed from ref ``a`` to ref ``b``: nodes added, removed and modified,
         metadata field by field, and per array the chunk coordinates added, changed and
         removed. Unchanged manifest shards are never loaded."""
-        return history.diff(self, a, b)
+        return history.diff(self._core, a, b)
 
     def merge(
         self,
         source: str,
-        into: str = "main",
+        branch: str = "main",
         *,
-        strategy: MergeStrategy = "fail",
+        solver: Solver = "fail",
         message: str | None = None,
         author: str | None = None,
         metadata: dict[str, Any] | None = None,
         fast_forward: bool = True,
         timeout: float = 120.0,
     ) -> str:
-        """Merge ref ``source`` into branch ``into``; returns the branch's new head.
+        """Merge ref ``source`` into ``branch``; returns the branch's new head.
 
-        A fast-forward when ``into`` is an ancestor of ``source`` (unless
+        A fast-forward when ``branch`` is an ancestor of ``source`` (unless
         ``fast_forward=False``); nothing when ``source`` is already merged; otherwise a
         three-way merge at chunk level against the common ancestor, recorded as a commit with
         two parents. Conflicts (the same rules as commits) raise :class:`ConflictError`, or
-        are resolved by ``strategy="ours"`` (``into`` keeps its version) or ``"theirs"``
+        are resolved by ``solver="ours"`` (``branch`` keeps its version) or ``"theirs"``
         (``source``'s version wins).
         """
         return history.merge(
-            self,
+            self._core,
             source,
-            into,
-            strategy=strategy,
+            branch,
+            solver=solver,
             message=message,
-            author=author or default_author(),
+            author=_author(author),
             metadata=metadata,
             fast_forward=fast_forward,
             timeout=timeout,
@@ -390,11 +382,11 @@ class Repo:
         parent); returns the new commit. Refused with :class:`ConflictError` when later
         commits changed the same data."""
         return history.revert(
-            self,
+            self._core,
             commit,
             branch,
             message=message,
-            author=author or default_author(),
+            author=_author(author),
             metadata=metadata,
             timeout=timeout,
         )
@@ -408,7 +400,7 @@ class Repo:
         expires_in: timedelta = DEFAULT_EXPIRY,
         author: str | None = None,
         isolation: Isolation = "snapshot",
-    ) -> Session:
+    ) -> WritableSession:
         """Start a unit of work on ``branch``.
 
         ``expires_in`` (default 24 h, at most 7 days) bounds how long it may stage writes;
@@ -424,32 +416,12 @@ class Repo:
             )
         if isolation not in ("snapshot", "serializable"):
             raise InvalidInputError("isolation must be 'snapshot' or 'serializable'")
-        row, base = self._catalog.create_session(
-            self._id,
-            new_session_id(),
-            branch,
-            author or default_author(),
-            isolation,
-            expires_in.total_seconds(),
-        )
-        return _remember(Session(self, commit=row.base_commit, row=row, base=base, fresh=True))
+        return start_session(self._core, branch, _author(author), isolation, expires_in)
 
     def session(self, session_id: str) -> Session:
-        """Join an existing writable session (from any process) by id."""
-        if not isinstance(session_id, str) or not session_id:
-            raise InvalidInputError("session id must be a non-empty string")
-        key = (os.getpid(), self.config.key(), session_id)
-        with _sessions_lock:
-            s = _sessions.get(key)
-        if s is not None:
-            return s
-        row = self._catalog.get_session(session_id)
-        if row.repo_id != self._id:
-            raise NotFoundError(f"session {session_id} belongs to another repo")
-        if row.status == "committed" and row.commit_id:
-            s = Session(self, commit=row.commit_id, branch=row.branch)
-            return s
-        return _remember(Session(self, commit=row.base_commit, row=row))
+        """Join an existing writable session (from any process) by id. A session that was
+        committed meanwhile opens read-only at its commit."""
+        return join_session(self._core, session_id)
 
     def readonly_session(
         self,
@@ -459,7 +431,7 @@ class Repo:
         tag: str | None = None,
         commit: str | None = None,
         as_of: datetime | None = None,
-    ) -> Session:
+    ) -> ReadonlySession:
         """A read-only view of one commit: by ref, branch (its head now), tag, commit id, or the
         head a branch had at time ``as_of``."""
         given = [x for x in (ref, branch, tag, commit) if x is not None]
@@ -468,29 +440,26 @@ class Repo:
         if as_of is not None:
             if ref is not None or tag is not None or commit is not None:
                 raise InvalidInputError("as_of goes with a branch name only")
-            return Session(
-                self, commit=self.commit_at(branch or "main", as_of), branch=branch or "main"
-            )
+            b = branch or "main"
+            return ReadonlySession(self._core, self.commit_at(b, as_of), branch=b)
         if tag is not None:
-            found = self._catalog.get_ref(self._id, validate_name(tag, "tag name"))
+            found = self._cat.get_ref(self._rid, validate_name(tag, "tag name"))
             if found is None or found[0] != "tag":
                 raise NotFoundError(f"no tag {tag!r}")
-            return Session(self, commit=found[1])
+            return ReadonlySession(self._core, found[1])
         if branch is not None or (ref is None and commit is None):
             b = validate_name(branch or "main", "branch name")
-            head = self._catalog.branch_head(self._id, b)
+            head = self._cat.branch_head(self._rid, b)
             if head is None:
                 raise NotFoundError(f"no branch {b!r}; branches: {sorted(self.branches())}")
-            return Session(self, commit=head.id, branch=b, base=head)
-        return Session(self, commit=self.resolve(commit or ref or ""))
+            return ReadonlySession(self._core, head.id, branch=b, base=head)
+        return ReadonlySession(self._core, self.resolve(commit or ref or ""))
 
     def commit_at(self, branch: str, when: datetime) -> str:
         """The commit that was the head of ``branch`` at time ``when`` (naive times are UTC)."""
         validate_name(branch, "branch name")
-        if not isinstance(when, datetime):
-            raise InvalidInputError("as_of must be a datetime")
-        ts = (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
-        found = self._catalog.ref_at(self._id, branch, ts)
+        ts = to_timestamp(when, "as_of")
+        found = self._cat.ref_at(self._rid, branch, ts)
         if found is None:
             raise NotFoundError(
                 f"branch {branch!r} did not exist (or was deleted) at {when.isoformat()}"
@@ -511,7 +480,7 @@ class Repo:
                 from_epoch(r.expires_at),
                 r.commit_id,
             )
-            for r in self._catalog.list_sessions(self._id, include_closed)
+            for r in self._cat.list_sessions(self._rid, include_closed)
         ]
 
     # -- maintenance ---------------------------------------------------------------------------
@@ -531,7 +500,7 @@ class Repo:
         objects, and safe to rerun after a crash. ``progress`` shows progress bars (default:
         when stderr is a terminal).
         """
-        return maintenance.gc(self, grace, dry_run=dry_run, progress=progress)
+        return maintenance.gc(self._core, grace, dry_run=dry_run, progress=progress)
 
     def expire(
         self,
@@ -546,12 +515,12 @@ class Repo:
         Branch heads and tagged commits are always kept; with ``keep_tags`` so is the whole
         history of every tag. The history of what is kept ends where expired commits begin.
         """
-        return maintenance.expire(self, older_than, keep_tags=keep_tags, dry_run=dry_run)
+        return maintenance.expire(self._core, older_than, keep_tags=keep_tags, dry_run=dry_run)
 
     def fsck(self, *, verify: bool = False, progress: bool | None = None) -> FsckReport:
         """Check that every chunk object and catalog node a commit or open session references
         exists; with ``verify=True`` also read every object and check its hash."""
-        return maintenance.fsck(self, verify=verify, progress=progress)
+        return maintenance.fsck(self._core, verify=verify, progress=progress)
 
     def export(
         self,
@@ -566,25 +535,13 @@ class Repo:
         or an fsspec URL (``storage_options`` for the latter). The target must be empty unless
         ``overwrite`` (which clears it first)."""
         return maintenance.export(
-            self,
-            ref,
+            self._core,
+            self.resolve(ref),
             target,
             storage_options=storage_options,
             overwrite=overwrite,
             progress=progress,
         )
-
-
-_sessions: dict[tuple[Any, ...], Session] = {}
-_sessions_lock = threading.Lock()
-
-
-def _remember(session: Session) -> Session:
-    """One Session object per process and id, so every store in a process shares its state."""
-    key = (os.getpid(), session.repo.config.key(), session.id)
-    with _sessions_lock:
-        _sessions[key] = session
-    return session
 
 
 def _info(row: Any) -> CommitInfo:

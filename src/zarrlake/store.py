@@ -1,11 +1,15 @@
-"""``LakeStore``: the ``zarr.abc.store.Store`` adapter over a session. Translation only."""
+"""``LakeStore``: the ``zarr.abc.store.Store`` adapter over a session. Translation only.
+
+The store knows a session only through :class:`StoreSession`, and another process only through
+the session's opener (a picklable callable), so it never imports the session layer.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from typing import Any, Protocol
 
 from zarr.abc.store import (
     ByteRequest,
@@ -19,11 +23,7 @@ from zarr.core.buffer import Buffer, BufferPrototype
 from zarrlake.errors import InvalidInputError, ReadOnlyError
 from zarrlake.model import ChunkRef
 
-if TYPE_CHECKING:
-    from zarrlake.repo import Repo, RepoConfig
-    from zarrlake.session import Session
-
-__all__ = ["LakeStore"]
+__all__ = ["LakeStore", "StoreSession"]
 
 _READ_ONLY = "store was opened in read-only mode and does not support writing"
 
@@ -41,28 +41,44 @@ def _window(byte_range: ByteRequest | None, size: int) -> tuple[int | None, int 
     raise TypeError(f"Unexpected byte_range, got {byte_range}")
 
 
+class StoreSession(Protocol):
+    """What a store needs of a session."""
+
+    @property
+    def read_only(self) -> bool: ...
+
+    @property
+    def label(self) -> str: ...
+
+    def opener(self) -> Callable[[], StoreSession]: ...
+
+    def locate(self, key: str) -> bytes | ChunkRef | None: ...
+
+    def read_ref(
+        self, ref: ChunkRef, start: int | None = None, end: int | None = None
+    ) -> bytes: ...
+
+    def iter_keys(self, prefix: str = "") -> Iterator[str]: ...
+
+    async def write(self, key: str, data: bytes | memoryview) -> None: ...
+
+    async def delete(self, key: str) -> None: ...
+
+    async def delete_dir(self, prefix: str) -> None: ...
+
+    def write_sync(self, key: str, data: bytes | memoryview) -> None: ...
+
+    def delete_sync(self, key: str) -> None: ...
+
+
 class LakeStore(Store):
     """A Zarr v3 store over a zarrlake session.
 
-    Obtain one from ``session.store``. It pickles as configuration (catalog URL, repo name,
-    session id or commit id), so it can be shipped to other processes, which join the same
-    session. Two stores are equal when their configuration is.
-
-    Parameters
-    ----------
-    repo
-        The repo (or its :class:`RepoConfig`).
-    session_id
-        A writable session to read and write through.
-    commit
-        Or: a commit to read (read-only).
-    read_only
-        Refuse writes even through a writable session.
-    durable
-        Make every write durable in the catalog (visible to every process of the session)
-        before the call that made it returns, instead of write-behind. A task that writes
-        through such a store has finished its writes when it finishes, so a dask task or a
-        batch job needs no ``flush()``. Survives pickling.
+    Obtain one from ``session.store``. It pickles as configuration (the session's opener:
+    catalog URL, repo name, session id or commit id), so it can be shipped to other processes:
+    unpickled there, it joins the same session, and every write through it is durable in the
+    catalog when the call that made it returns. Two stores are equal when their configuration
+    is.
     """
 
     supports_writes: bool = True
@@ -73,97 +89,57 @@ class LakeStore(Store):
 
     def __init__(
         self,
-        repo: Repo | RepoConfig,
+        session: StoreSession | None = None,
         *,
-        session_id: str | None = None,
-        commit: str | None = None,
         read_only: bool = False,
-        durable: bool = False,
+        opener: Callable[[], StoreSession] | None = None,
     ) -> None:
-        from zarrlake.repo import Repo, RepoConfig
-
-        if (session_id is None) == (commit is None):
-            raise InvalidInputError("LakeStore needs exactly one of session_id= or commit=")
-        if commit is not None and not read_only:
-            raise ReadOnlyError(
-                f"{_READ_ONLY}: a store on a commit is read-only (pass read_only=True)"
-            )
+        if session is None and opener is None:
+            raise InvalidInputError("LakeStore needs a session (use session.store)")
+        if session is not None and session.read_only and not read_only:
+            raise ReadOnlyError(f"{_READ_ONLY}: the session is read-only")
         super().__init__(read_only=read_only)
-        self._config: RepoConfig = repo.config if isinstance(repo, Repo) else repo
-        if not isinstance(self._config, RepoConfig):
-            raise InvalidInputError("LakeStore(repo=...) takes a zarrlake.Repo or RepoConfig")
-        self._session_id = session_id
-        self._commit = commit
-        self._durable = bool(durable)
-        self._session_obj: Session | None = None
+        self._opener = opener if opener is not None else session.opener()  # type: ignore[union-attr]
+        self._session_obj = session
         self._pid = os.getpid()
 
-    @classmethod
-    def _for_session(cls, session: Session) -> LakeStore:
-        if session.id is not None and not session.read_only:
-            store = cls(session.repo, session_id=session.id)
-        else:
-            store = cls(session.repo, commit=session.base_commit, read_only=True)
-        store._session_obj = session
-        return store
-
     @property
-    def session(self) -> Session:
+    def session(self) -> StoreSession:
         """The session this store reads and writes through (opened lazily in each process)."""
         if self._pid != os.getpid():  # inherited through fork: open our own
             self._session_obj, self._pid = None, os.getpid()
         if self._session_obj is None:
-            from zarrlake.repo import Repo
-            from zarrlake.session import Session
-
-            repo = Repo._cached(self._config)
-            if self._session_id is not None:
-                self._session_obj = repo.session(self._session_id)
-            else:
-                self._session_obj = Session(repo, commit=self._commit or "")
+            self._session_obj = self._opener()
         return self._session_obj
 
     # -- identity ------------------------------------------------------------------------------
 
-    def _kwargs(self) -> dict[str, Any]:
-        return {
-            "repo": self._config,
-            "session_id": self._session_id,
-            "commit": self._commit,
-            "read_only": self._read_only,
-            "durable": self._durable,
-        }
-
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (self._kwargs(),))
-
-    def __eq__(self, value: object) -> bool:
-        return isinstance(value, LakeStore) and value._kwargs() == self._kwargs()
-
-    def __hash__(self) -> int:
-        return hash(
-            (self._config.key(), self._session_id, self._commit, self._read_only, self._durable)
-        )
-
-    def __repr__(self) -> str:
-        what = f"session={self._session_id}" if self._session_id else f"commit={self._commit}"
-        return f"LakeStore(repo={self._config.name!r}, {what}, read_only={self._read_only})"
+        return (_rebuild, (self._opener, self._read_only))
 
     @property
-    def durable(self) -> bool:
-        """Whether each write is durable in the catalog when the call that made it returns."""
-        return self._durable
+    def opener(self) -> Callable[[], StoreSession]:
+        """What reopens this store's session in any process (its pickled form)."""
+        return self._opener
+
+    def __eq__(self, value: object) -> bool:
+        return (
+            isinstance(value, LakeStore)
+            and value.opener == self._opener
+            and value.read_only == self.read_only
+        )
+
+    def __hash__(self) -> int:
+        return hash((self._opener, self._read_only))
+
+    def __repr__(self) -> str:
+        return f"LakeStore({self._opener!r}, read_only={self._read_only})"
 
     def __str__(self) -> str:
-        what = self._session_id or self._commit
-        return f"zarrlake://{self._config.name}/{what}"
+        return self.session.label
 
     def with_read_only(self, read_only: bool = False) -> LakeStore:
-        kwargs = self._kwargs()
-        kwargs["read_only"] = read_only
-        store = LakeStore(**kwargs)
-        store._session_obj = self._session_obj
-        return store
+        return LakeStore(self.session, read_only=read_only, opener=self._opener)
 
     def _check_writable(self) -> None:
         if self.read_only:
@@ -236,34 +212,18 @@ class LakeStore(Store):
     def set_sync(self, key: str, value: Buffer) -> None:
         """Synchronous version of :meth:`set`."""
         self._check_writable()
-        session = self.session
-        fut = session.submit(session.prepare_write(key, value.to_bytes()))
-        if self._durable:
-            fut.result()
+        self.session.write_sync(key, value.to_bytes())
 
     def delete_sync(self, key: str) -> None:
         """Synchronous version of :meth:`delete`."""
         self._check_writable()
-        session = self.session
-        fut = session.submit(session.prepare_delete(key))
-        if self._durable:
-            fut.result()
-
-    async def _staged(self, ops: list[tuple[str, Any]]) -> None:
-        """Submit prepared changes and wait until the catalog has them (durable stores)."""
-        session = self.session
-        await asyncio.gather(*(asyncio.wrap_future(session.submit(op)) for op in ops))
+        self.session.delete_sync(key)
 
     async def set(self, key: str, value: Buffer) -> None:
         self._check_writable()
         if not isinstance(value, Buffer):
             raise TypeError(f"LakeStore.set takes a zarr Buffer, got {type(value).__name__}")
-        data = memoryview(value.as_buffer_like())
-        if self._durable:
-            op = await asyncio.to_thread(self.session.prepare_write, key, data)
-            await self._staged([op])
-        else:
-            await self.session.write_async(key, data)
+        await self.session.write(key, memoryview(value.as_buffer_like()))
 
     async def set_if_not_exists(self, key: str, value: Buffer) -> None:
         self._check_writable()
@@ -272,17 +232,11 @@ class LakeStore(Store):
 
     async def delete(self, key: str) -> None:
         self._check_writable()
-        if self._durable:
-            await self._staged([await asyncio.to_thread(self.session.prepare_delete, key)])
-        else:
-            await self.session.delete_async(key)
+        await self.session.delete(key)
 
     async def delete_dir(self, prefix: str) -> None:
         self._check_writable()
-        if self._durable:
-            await self._staged(await asyncio.to_thread(self.session.prepare_delete_dir, prefix))
-        else:
-            await self.session.delete_dir_async(prefix)
+        await self.session.delete_dir(prefix)
 
     # -- listing -------------------------------------------------------------------------------
 
@@ -308,5 +262,5 @@ class LakeStore(Store):
                 yield child
 
 
-def _rebuild(kwargs: dict[str, Any]) -> LakeStore:
-    return LakeStore(**kwargs)
+def _rebuild(opener: Callable[[], StoreSession], read_only: bool) -> LakeStore:
+    return LakeStore(read_only=read_only, opener=opener)

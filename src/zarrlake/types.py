@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 import secrets
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from zarrlake.errors import InvalidKeyError, InvalidNameError
+from zarrlake.errors import InvalidInputError, InvalidKeyError, InvalidNameError
 
 __all__ = [
     "MAX_NAME_LENGTH",
@@ -17,12 +17,18 @@ __all__ = [
     "CommitInfo",
     "Isolation",
     "RefLogEntry",
+    "RepoConfig",
     "SessionInfo",
+    "check_limit",
     "from_epoch",
     "new_commit_id",
     "new_session_id",
+    "safe_url",
+    "to_timestamp",
     "validate_key",
+    "validate_metadata",
     "validate_name",
+    "validate_text",
 ]
 
 ChunkCoords = tuple[int, ...]
@@ -93,6 +99,58 @@ def validate_key(key: object) -> str:
     return key
 
 
+def validate_text(value: object, what: str) -> str:
+    """``value`` if it is a string both catalogs can store: no NUL, no lone surrogates."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{what} must be a string, got {type(value).__name__}")
+    if "\x00" in value:
+        raise InvalidInputError(f"{what} must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError(f"{what} contains characters that are not valid text") from None
+    return value
+
+
+def validate_metadata(metadata: object) -> dict[str, Any]:
+    """A commit's metadata: a dict of strings to JSON values that both catalogs can store."""
+    import json
+
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict):
+        raise InvalidInputError(f"commit metadata must be a dict, got {type(metadata).__name__}")
+    for k in metadata:
+        validate_text(k, "a commit metadata key")
+    try:
+        text = json.dumps(metadata, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise InvalidInputError(
+            f"commit metadata must be JSON (strings, numbers, lists, dicts): {exc}"
+        ) from None
+    validate_text(text, "commit metadata")
+    return dict(metadata)
+
+
+def to_timestamp(when: object, what: str = "time") -> float:
+    """Epoch seconds of a datetime (naive means UTC), refusing what no catalog can hold."""
+    if not isinstance(when, datetime):
+        raise InvalidInputError(f"{what} must be a datetime, got {type(when).__name__}")
+    try:
+        return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+    except (OverflowError, ValueError, OSError) as exc:
+        raise InvalidInputError(f"{what} {when!r} is out of range: {exc}") from None
+
+
+def check_limit(limit: object) -> int | None:
+    """A ``limit=`` argument: ``None`` or an int >= 0."""
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise InvalidInputError(f"limit must be None or an integer >= 0, got {limit!r}")
+    return limit
+
+
 def from_epoch(ts: float) -> datetime:
     """Catalog timestamps are epoch seconds (UTC); this makes them aware datetimes."""
     return datetime.fromtimestamp(ts, tz=UTC)
@@ -144,3 +202,61 @@ class RefLogEntry:
     author: str
     at: datetime
     message: str
+
+
+_SECRET_PARAMS = ("password", "passwd", "secret", "token", "key", "sslkey", "sslpassword")
+
+
+def safe_url(url: str) -> str:
+    """A database URL fit to print: no password, and no secret in its query parameters."""
+    import sqlalchemy as sa
+
+    try:
+        parsed = sa.make_url(url)
+    except sa.exc.ArgumentError:
+        return "<unparseable catalog URL>"
+    query = {
+        k: ("***" if any(s in k.lower() for s in _SECRET_PARAMS) else v)
+        for k, v in parsed.query.items()
+    }
+    return parsed.set(query=query).render_as_string(hide_password=True)
+
+
+_SECRET_WORDS = ("password", "passwd", "secret", "token", "key", "credential", "session")
+
+
+def _mask(options: dict[str, Any]) -> dict[str, Any]:
+    return {
+        k: "***" if any(w in str(k).lower() for w in _SECRET_WORDS) else v
+        for k, v in options.items()
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class RepoConfig:
+    """Everything needed to reopen a repo in another process (no open handles).
+
+    Its ``repr`` never shows a password or a storage credential.
+    """
+
+    catalog: str
+    name: str = "default"
+    storage_options: dict[str, Any] = field(default_factory=dict)
+    verify_reads: bool = True
+    strict_metadata: bool = True
+
+    def key(self) -> tuple[Any, ...]:
+        return (
+            self.catalog,
+            self.name,
+            repr(sorted(self.storage_options.items())),
+            self.verify_reads,
+            self.strict_metadata,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"RepoConfig(catalog={safe_url(self.catalog)!r}, name={self.name!r}, "
+            f"storage_options={_mask(self.storage_options)!r}, verify_reads={self.verify_reads}, "
+            f"strict_metadata={self.strict_metadata})"
+        )

@@ -28,8 +28,7 @@ class TestLakeStore(StoreTests[LakeStore, cpu.Buffer]):
     buffer_cls = cpu.Buffer
 
     async def set(self, store: LakeStore, key: str, value: Buffer) -> None:
-        session = store.session
-        session.submit(session.prepare_write(key, value.to_bytes())).result()
+        store.session.write_sync(key, value.to_bytes())
 
     async def get(self, store: LakeStore, key: str) -> Buffer:
         session = store.session
@@ -42,11 +41,11 @@ class TestLakeStore(StoreTests[LakeStore, cpu.Buffer]):
     def store_kwargs(self, make_repo: Callable[..., zarrlake.Repo]) -> dict[str, Any]:
         repo = make_repo(strict_metadata=False)
         session = repo.writable_session()
-        return {"repo": repo.config, "session_id": session.id, "read_only": False}
+        return {"opener": session.opener(), "read_only": False}
 
     def test_store_repr(self, store: LakeStore) -> None:
-        assert repr(store).startswith("LakeStore(repo=")
-        assert "session=s" in repr(store)
+        assert repr(store).startswith("LakeStore(SessionOpener(")
+        assert "session_id='s" in repr(store)
 
     def test_store_supports_writes(self, store: LakeStore) -> None:
         assert store.supports_writes
@@ -62,7 +61,7 @@ async def test_commit_store_is_read_only_and_equal_by_config(
     session = repo.readonly_session()
     store = session.store
     assert store.read_only
-    assert store == LakeStore(repo, commit=session.base_commit, read_only=True)
+    assert store == LakeStore(read_only=True, opener=session.opener())
     with pytest.raises(zarrlake.ReadOnlyError):
         store.with_read_only(False)
     with pytest.raises(ValueError, match="read-only mode"):

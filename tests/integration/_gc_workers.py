@@ -14,7 +14,7 @@ from tests.integration._workers import fill_all, open_repo
 
 def gc_with_fault(url: str, name: str, fault: str) -> None:
     """Run ``gc(grace=0)`` with fault injection set: the process kills itself at ``fault``."""
-    os.environ["ZARRLAKE_GC_FAULT"] = fault
+    os.environ["ZARRLAKE_CRASH_AT"] = f"gc.{fault}"
     open_repo(url, name).gc(timedelta(0), progress=False)
     raise AssertionError(f"gc was not killed at {fault!r}")
 

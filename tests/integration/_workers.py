@@ -359,3 +359,94 @@ def commit_with_key(
     zarr.open_array(s.store, path="data", mode="r+", zarr_format=3)[start : start + CHUNK] = value
     barrier.wait(timeout=60)
     return {"commit": s.commit(f"keyed write of {value}", idempotency_key=key), "session": s.id}
+
+
+# -- children: racing creation -------------------------------------------------------------
+
+
+def create_repo_racing(url: str, name: str, storage: str, barrier: Any) -> str:
+    """Meet the others, then create the same repo; report what happened."""
+    barrier.wait(timeout=60)
+    try:
+        zarrlake.Repo.create(catalog=url, storage=storage, name=name)
+    except zarrlake.AlreadyExistsError:
+        return "exists"
+    return "created"
+
+
+def create_branch_racing(url: str, name: str, branch: str, barrier: Any) -> str:
+    repo = open_repo(url, name)
+    barrier.wait(timeout=60)
+    try:
+        repo.create_branch(branch)
+    except zarrlake.AlreadyExistsError:
+        return "exists"
+    return "created"
+
+
+# -- children: crash points ----------------------------------------------------------------
+
+
+def write_and_crash(url: str, name: str, point: str) -> None:
+    """Write 2 into every chunk of ``a`` and commit, with ``point`` armed: the process is
+    SIGKILLed there. For ``rebase.in_tx`` another commit lands first and the session rebases."""
+    os.environ["ZARRLAKE_CRASH_AT"] = point
+    repo = open_repo(url, name)
+    s = repo.writable_session()
+    zarr.open_array(s.store, path="a", mode="r+", zarr_format=3)[:] = 2
+    s.flush()
+    if point == "rebase.in_tx":
+        other = repo.writable_session()
+        zarr.open_array(other.store, path="b", mode="r+", zarr_format=3)[:] = 5
+        other.commit("another writer")
+        s.rebase()
+    s.commit("twos")
+
+
+# -- children: stress ----------------------------------------------------------------------
+
+
+def random_commits(
+    url: str, name: str, proc: int, n_commits: int, n_chunks: int, seed: int
+) -> dict[str, Any]:
+    """Commit ``n_commits`` random writes (1-3 chunks, value proc*1000+j); conflicts abandon
+    the session. Returns {commit id: {chunk: value}} and the refusals by exception type."""
+    import random
+
+    rng = random.Random(seed)
+    repo = open_repo(url, name)
+    done: dict[str, dict[int, int]] = {}
+    refused: dict[str, int] = {}
+    for j in range(n_commits):
+        value = proc * 1000 + j
+        chunks = rng.sample(range(n_chunks), rng.randint(1, 3))
+        s = repo.writable_session()
+        arr = zarr.open_array(s.store, path="data", mode="r+", zarr_format=3)
+        for c in chunks:
+            arr[c * CHUNK : (c + 1) * CHUNK] = value
+        try:
+            cid = s.commit(f"proc {proc} commit {j}")
+        except Exception as exc:
+            refused[type(exc).__name__] = refused.get(type(exc).__name__, 0) + 1
+            if isinstance(exc, zarrlake.ConflictError):
+                s.abandon()
+            continue
+        done[cid] = dict.fromkeys(chunks, value)
+    return {"done": done, "refused": refused}
+
+
+def serializable_increments(url: str, name: str, n: int) -> int:
+    """Add 1 to the counter ``n`` times through serializable sessions; count the commits."""
+    repo = open_repo(url, name)
+    made = 0
+    while made < n:
+        s = repo.writable_session(isolation="serializable")
+        arr = zarr.open_array(s.store, path="counter", mode="r+", zarr_format=3)
+        arr[0] = int(arr[0]) + 1
+        try:
+            s.commit("increment")
+        except zarrlake.ConflictError:
+            s.abandon()
+            continue
+        made += 1
+    return made

@@ -81,7 +81,7 @@ def test_writer_killed_before_commit_leaves_repo_valid(
 
     # The killed writer did get as far as the object store and the staging table.
     chunk99 = np.full(CHUNK, 99, dtype="<i8").tobytes()
-    assert repo._objects.exists(hashlib.sha256(chunk99).digest())
+    assert repo._core.objects.exists(hashlib.sha256(chunk99).digest())
     assert killed_session in {i.id for i in repo.sessions()}
 
     _sqlite_ok(catalog_url)

@@ -18,7 +18,6 @@ import zarr
 import zarrlake
 from tests.integration._workers import Child
 from tests.integration._xr import close_shared_client, not_in, ramp, shared_client
-from zarrlake.integrations.dask import durable_store
 
 pytestmark = pytest.mark.slow
 
@@ -91,12 +90,12 @@ def _write_through(store: zarrlake.LakeStore, start: int, value: float) -> int:
     return os.getpid()
 
 
-def test_a_durable_write_is_in_the_session_when_the_task_ends(
+def test_a_shipped_store_write_is_in_the_session_when_the_task_ends(
     client: Any, repo: zarrlake.Repo
 ) -> None:
     ramp(100).lake.commit("template", repo=repo, encoding={"v": {"chunks": (50, WIDTH)}})
     s = repo.writable_session()
-    worker_pid = client.submit(_write_through, durable_store(s), 50, -1.0, pure=False).result()
+    worker_pid = client.submit(_write_through, s.store, 50, -1.0, pure=False).result()
     assert worker_pid != os.getpid()
     # Read at once, in this process, through the session: no flush anywhere.
     got = zarr.open_array(s.store, path="v", mode="r")[:]
@@ -104,29 +103,35 @@ def test_a_durable_write_is_in_the_session_when_the_task_ends(
     np.testing.assert_array_equal(got[:50], ramp(100).v.values[:50])
 
 
-def test_durable_store_pickles_with_its_flag(repo: zarrlake.Repo) -> None:
+def _joins_and_writes(store: Any) -> tuple[int, bool]:
+    session = store.session
+    return os.getpid(), session.durable
+
+
+def test_a_store_pickled_to_another_process_joins_the_session_there(
+    repo: zarrlake.Repo,
+) -> None:
     s = repo.writable_session()
-    store = durable_store(s)
-    back = pickle.loads(pickle.dumps(store))
-    assert back.durable
-    assert back == store
-    assert not pickle.loads(pickle.dumps(s.store)).durable
-    assert back.with_read_only(True).durable
+    back = pickle.loads(pickle.dumps(s.store))
+    assert back == s.store
+    assert back.session is s  # in this process: the same session object, write-behind
+    assert not s.durable
+    pid, durable = Child(_joins_and_writes, s.store).start().result()
+    assert pid != os.getpid()
+    assert durable  # joined in another process: every write durable when it returns
 
 
-def _write_then_die(url: str, name: str, session_id: str) -> None:
-    repo = zarrlake.Repo.open(catalog=url, name=name)
-    store = durable_store(repo.session(session_id))
+def _write_then_die(store: Any) -> None:
     _write_through(store, 0, 7.0)
     os.kill(os.getpid(), signal.SIGKILL)  # no flush, no clean exit: only durable writes remain
 
 
-def test_a_durable_write_survives_its_process_being_killed_right_after(
+def test_a_shipped_store_write_survives_its_process_being_killed_right_after(
     repo: zarrlake.Repo,
 ) -> None:
     ramp(100).lake.commit("template", repo=repo, encoding={"v": {"chunks": (50, WIDTH)}})
     s = repo.writable_session()
-    child = Child(_write_then_die, repo.config.catalog, repo.name, s.id).start()
+    child = Child(_write_then_die, s.store).start()
     child.proc.join(timeout=120)
     assert child.proc.exitcode == -signal.SIGKILL
     c = s.commit("written by a killed process")

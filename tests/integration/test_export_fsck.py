@@ -188,9 +188,11 @@ def test_fsck_finds_a_missing_catalog_node(make_repo: Callable[..., zarrlake.Rep
 
     repo = make_repo()
     commit, _ = _lake(repo)
-    root = repo._catalog.get_commit(repo._id, commit).root_hash
-    meta = repo._reader.root(root).nodes["temp"].meta
-    with repo._catalog.engine.begin() as conn:
-        conn.execute(sa.delete(blobs).where(blobs.c.repo_id == repo._id, blobs.c.hash == meta))
+    root = repo._core.catalog.get_commit(repo._core.repo_id, commit).root_hash
+    meta = repo._core.reader.root(root).nodes["temp"].meta
+    with repo._core.catalog.engine.begin() as conn:
+        conn.execute(
+            sa.delete(blobs).where(blobs.c.repo_id == repo._core.repo_id, blobs.c.hash == meta)
+        )
     report = repo.fsck()
     assert [(i.kind, i.hash) for i in report.issues] == [("missing_node", meta.hex())]

@@ -40,26 +40,26 @@ def h(value: int) -> bytes:
 
 
 def objects(repo: zarrlake.Repo) -> set[bytes]:
-    return {o.hash for o in repo._objects.iter_objects()}
+    return {o.hash for o in repo._core.objects.iter_objects()}
 
 
 def nodes(repo: zarrlake.Repo) -> set[bytes]:
-    return set(repo._catalog.blob_index(repo._id))
+    return set(repo._core.catalog.blob_index(repo._core.repo_id))
 
 
 def referenced_nodes(repo: zarrlake.Repo) -> set[bytes]:
     """Every catalog node the repo's commits reference, walked here independently of gc."""
     out: set[bytes] = set()
-    for c in repo._catalog.all_commits(repo._id):
+    for c in repo._core.catalog.all_commits(repo._core.repo_id):
         out.add(c.root_hash)
         if c.changes_hash is not None:
             out.add(c.changes_hash)
-        root = repo._reader.root(c.root_hash)
+        root = repo._core.reader.root(c.root_hash)
         for node in root.nodes.values():
             out.add(node.meta)
             if node.manifest is not None:
                 out.add(node.manifest)
-                out.update(repo._reader.index(node.manifest).shards.values())
+                out.update(repo._core.reader.index(node.manifest).shards.values())
     return out
 
 
@@ -95,7 +95,7 @@ def test_gc_removes_exactly_the_unreachable_objects(lake: zarrlake.Repo) -> None
     c2 = commit_value(repo, 2)
     stage_value(repo, 3).abandon()  # garbage: an abandoned session's objects
     expired = stage_value(repo, 4)  # garbage: an expired session's objects
-    with repo._catalog.engine.begin() as conn:
+    with repo._core.catalog.engine.begin() as conn:
         conn.execute(sa.update(sessions).where(sessions.c.id == expired.id).values(expires_at=0))
     before = objects(repo)
     assert before == {h(1), h(2), h(3), h(4)}
@@ -209,10 +209,10 @@ def test_commit_staging_an_object_gc_deleted_is_refused(lake: zarrlake.Repo) -> 
     head = commit_value(repo, 1)
     stage_value(repo, 9).abandon()
     s = repo.writable_session()
-    op = s.prepare_write("a/c/0", np.full(CHUNK, 9, "<i8").tobytes())  # dedup: the object exists
+    op = s._prepare_write("a/c/0", np.full(CHUNK, 9, "<i8").tobytes())  # dedup: the object exists
     repo.gc(timedelta(0))  # the row is not staged yet: the object is garbage, and goes
     assert h(9) not in objects(repo)
-    s.submit(op)
+    s._submit(op)
     with pytest.raises(zarrlake.ObjectMissingError, match="garbage collection"):
         s.commit("references a deleted object")
     assert repo.resolve("main") == head
@@ -234,16 +234,16 @@ def test_commit_staging_an_object_gc_deleted_is_refused(lake: zarrlake.Repo) -> 
 
 def test_catalog_node_written_again_after_marking_survives(lake: zarrlake.Repo) -> None:
     repo = lake
-    cat = repo._catalog
+    cat = repo._core.catalog
     data = b'{"zarr_format": 3, "node_type": "group", "attributes": {"orphan": true}}'
     key = hashlib.sha256(data).digest()
-    cat.put_blobs(repo._id, {key: ("meta", data)})
-    cat.gc_mark(repo._id, [("blob", key, len(data))])
-    cat.put_blobs(repo._id, {key: ("meta", data)})  # a commit writes the same node again
-    assert cat.gc_delete_blobs(repo._id, [key], 0.0) == []
+    cat.put_blobs(repo._core.repo_id, {key: ("meta", data)})
+    cat.gc_mark(repo._core.repo_id, [("blob", key, len(data))])
+    cat.put_blobs(repo._core.repo_id, {key: ("meta", data)})  # a commit writes the same node again
+    assert cat.gc_delete_blobs(repo._core.repo_id, [key], 0.0) == []
     assert key in nodes(repo)
-    cat.gc_mark(repo._id, [("blob", key, len(data))])
-    assert cat.gc_delete_blobs(repo._id, [key], 0.0) == [key]
+    cat.gc_mark(repo._core.repo_id, [("blob", key, len(data))])
+    assert cat.gc_delete_blobs(repo._core.repo_id, [key], 0.0) == [key]
 
 
 def test_gc_tombstones_are_forgotten_once_no_session_predates_them(lake: zarrlake.Repo) -> None:
@@ -254,11 +254,11 @@ def test_gc_tombstones_are_forgotten_once_no_session_predates_them(lake: zarrlak
     repo.gc(timedelta(0))
 
     def tombstones() -> int:
-        with repo._catalog.engine.connect() as conn:
+        with repo._core.catalog.engine.connect() as conn:
             return len(
                 conn.execute(
                     sa.select(gc_marks.c.hash).where(
-                        gc_marks.c.repo_id == repo._id, gc_marks.c.state == "deleted"
+                        gc_marks.c.repo_id == repo._core.repo_id, gc_marks.c.state == "deleted"
                     )
                 ).all()
             )

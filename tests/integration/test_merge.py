@@ -70,7 +70,7 @@ def test_same_chunk_changes_conflict_and_change_nothing(
     assert [(c.kind, c.path, c.chunk, c.commit) for c in err.value.conflicts] == [
         ("chunk", "a", (0,), head)
     ]
-    assert "strategy='ours'" in str(err.value)
+    assert "solver='ours'" in str(err.value)
     assert repo.resolve("main") == head
 
 
@@ -85,7 +85,7 @@ def test_strategies_resolve_conflicts(
     _write(repo, "dev", 36, 40, 7)  # no conflict: merged whatever the strategy
     _write(repo, "main", 2, 4, 2)
     _write(repo, "main", 20, 24, 3)
-    merge = repo.merge("dev", "main", strategy=strategy)  # type: ignore[arg-type]
+    merge = repo.merge("dev", "main", solver=strategy)  # type: ignore[arg-type]
     data = _read(repo, merge)
     assert data[0:4].tolist() == chunk0
     assert data[36:40].tolist() == [7] * 4
@@ -99,10 +99,10 @@ def test_fast_forward_moves_the_branch_without_a_commit(
     _base(repo)
     repo.create_branch("dev")
     tip = _write(repo, "dev", 0, 4, 5)
-    n_commits = len(repo._catalog.all_commits(repo._id))
+    n_commits = len(repo._core.catalog.all_commits(repo._core.repo_id))
     assert repo.merge("dev", "main") == tip
     assert repo.resolve("main") == tip
-    assert len(repo._catalog.all_commits(repo._id)) == n_commits
+    assert len(repo._core.catalog.all_commits(repo._core.repo_id)) == n_commits
     entry = repo.reflog("main")[0]
     assert (entry.action, entry.new_commit) == ("merge", tip)
 
@@ -161,8 +161,8 @@ def test_merge_into_a_tag_or_unknown_branch_is_refused(
         repo.merge("main", "nowhere")
     with pytest.raises(zarrlake.InvalidNameError):
         repo.merge("main", "../x")
-    with pytest.raises(zarrlake.InvalidInputError, match="strategy"):
-        repo.merge("main", "main", strategy="mine")  # type: ignore[arg-type]
+    with pytest.raises(zarrlake.InvalidInputError, match="solver"):
+        repo.merge("main", "main", solver="mine")  # type: ignore[arg-type]
     assert repo.resolve("main") == base
 
 

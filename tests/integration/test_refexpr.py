@@ -52,7 +52,7 @@ def test_caret_follows_first_and_merge_parents(chain: tuple[zarrlake.Repo, list[
     s = repo.writable_session()
     zarr.open_group(s.store).create_array("b", shape=(1,), dtype="i4")[:] = 1
     s.commit("b")
-    merge = repo.merge("dev", "main", strategy="theirs")
+    merge = repo.merge("dev", "main", solver="theirs")
     assert repo.resolve("main^") == repo.resolve("main~1") != dev
     assert repo.resolve("main^2") == dev
     assert repo.resolve("main^0") == merge
@@ -102,7 +102,7 @@ def test_every_ref_taking_api_accepts_expressions(chain: tuple[zarrlake.Repo, li
     repo, ids = chain
     assert _value(repo.readonly_session(ref="main~2")) == 2
     assert _value(repo.readonly_session(commit="main@{1}")) == 3
-    assert repo.create_branch("old", from_ref="main~3") == ids[1]
+    assert repo.create_branch("old", ref="main~3") == ids[1]
     assert repo.create_tag("t2", "main~2") == ids[2]
     assert [c.id for c in repo.log("main~2")] == [ids[2], ids[1], ids[0]]
     assert repo.commit_info("main~1").id == ids[3]
@@ -160,11 +160,14 @@ def test_unknown_refs_raise_not_found_and_change_nothing(
 def test_ambiguous_prefix_is_invalid_ref(chain: tuple[zarrlake.Repo, list[str]]) -> None:
     repo, ids = chain
     repo.create_branch("side")
-    head = repo._catalog.get_commit(repo._id, ids[4])
+    head = repo._core.catalog.get_commit(repo._core.repo_id, ids[4])
     parent = ids[4]
     for cid in ("abcd" + "0" * 16, "abcd" + "1" * 16):
         row = dataclasses.replace(head, id=cid, parent_id=parent, generation=head.generation + 1)
-        assert repo._catalog.insert_commit(repo._id, "side", parent, row, {}) is not None
+        assert (
+            repo._core.catalog.insert_commit(repo._core.repo_id, "side", parent, row, {})
+            is not None
+        )
         parent, head = cid, row
     with pytest.raises(zarrlake.InvalidRefError, match="ambiguous"):
         repo.resolve("abcd")

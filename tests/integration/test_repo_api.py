@@ -68,7 +68,7 @@ def test_one_catalog_holds_many_independent_repos(
     first, second = make_repo(), make_repo()
     _write(first, np.full(8, 1.0))
     _write(second, np.full(8, 2.0))
-    assert {first.name, second.name} <= set(first._catalog.list_repos())
+    assert {first.name, second.name} <= set(first._core.catalog.list_repos())
     np.testing.assert_array_equal(_read(first), np.full(8, 1.0))
     np.testing.assert_array_equal(_read(second), np.full(8, 2.0))
     assert len(first.log()) == len(second.log()) == 2
@@ -97,7 +97,7 @@ def test_commit_records_metadata_author_and_catalog_time(
     make_repo: Callable[..., zarrlake.Repo],
 ) -> None:
     repo = make_repo()
-    before = repo._catalog.clock()
+    before = repo._core.catalog.clock()
     s = repo.writable_session(author="ana")
     zarr.open_group(s.store).create_array("a", shape=(2,), dtype="i4")[:] = 1
     commit = s.commit("first write", metadata={"source": "station-a"})
@@ -273,17 +273,23 @@ def test_commit_cost_does_not_copy_unchanged_shards(
     )
     arr[:] = 1
     first = s.commit("3 shards of refs")
-    root = repo._reader.root(repo._catalog.get_commit(repo._id, first).root_hash)
-    index = repo._reader.index(root.nodes["a"].manifest)  # type: ignore[arg-type]
+    root = repo._core.reader.root(
+        repo._core.catalog.get_commit(repo._core.repo_id, first).root_hash
+    )
+    index = repo._core.reader.index(root.nodes["a"].manifest)  # type: ignore[arg-type]
     assert len(index.shards) == 3
     s = repo.writable_session()
     zarr.open_array(s.store, path="a")[5] = 2
     second = s.commit("one chunk")
-    root2 = repo._reader.root(repo._catalog.get_commit(repo._id, second).root_hash)
-    index2 = repo._reader.index(root2.nodes["a"].manifest)  # type: ignore[arg-type]
+    root2 = repo._core.reader.root(
+        repo._core.catalog.get_commit(repo._core.repo_id, second).root_hash
+    )
+    index2 = repo._core.reader.index(root2.nodes["a"].manifest)  # type: ignore[arg-type]
     changed = {pos for pos in index.shards if index.shards[pos] != index2.shards[pos]}
     assert changed == {(0,)}
-    cs = repo._reader.changes(repo._catalog.get_commit(repo._id, second).changes_hash)  # type: ignore[arg-type]
+    cs = repo._core.reader.changes(
+        repo._core.catalog.get_commit(repo._core.repo_id, second).changes_hash
+    )  # type: ignore[arg-type]
     assert cs.nodes["a"].chunks == frozenset({(5,)})
 
 

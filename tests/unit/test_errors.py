@@ -73,7 +73,7 @@ def _conflicts() -> list[Conflict]:
 
 
 def test_all_lists_exactly_the_tree_and_conflict() -> None:
-    assert sorted(errors.__all__) == sorted([*EXCEPTION_NAMES, "Conflict"])
+    assert sorted(errors.__all__) == sorted([*EXCEPTION_NAMES, "Conflict", "ConflictKind"])
 
 
 @pytest.mark.parametrize("name", EXCEPTION_NAMES)
@@ -168,15 +168,38 @@ def test_conflict_error_message_truncates_after_twenty() -> None:
     assert len(err.conflicts) == 25
 
 
-@pytest.mark.parametrize("cls", [ConflictError, RefMovedError, CommitTimeoutError])
-def test_conflict_error_pickle_round_trip(cls: type[ConflictError]) -> None:
+def test_conflict_error_pickle_round_trip() -> None:
     cs = _conflicts()
-    err = cls("cannot commit", cs)
+    err = ConflictError("cannot commit", cs)
     back = pickle.loads(pickle.dumps(err))
-    assert type(back) is cls
+    assert type(back) is ConflictError
     assert back.conflicts == cs
     assert str(back) == str(err)
-    assert back.kind == cls.kind
+
+
+def test_ref_moved_error_carries_its_facts_through_pickle() -> None:
+    err = RefMovedError("moved", ref="main", expected="a" * 20, actual="b" * 20)
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is RefMovedError
+    assert (back.ref, back.expected, back.actual) == ("main", "a" * 20, "b" * 20)
+    assert str(back) == "moved"
+    assert back.conflicts == []
+
+
+def test_commit_timeout_error_carries_its_facts_through_pickle() -> None:
+    err = CommitTimeoutError("lost", branch="dev", attempts=7, timeout=1.5)
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is CommitTimeoutError
+    assert (back.branch, back.attempts, back.timeout) == ("dev", 7, 1.5)
+
+
+def test_conflict_kinds_are_an_enum_that_is_still_a_string() -> None:
+    c = Conflict("chunk", "a", (0,), None)  # type: ignore[arg-type]
+    assert c.kind is errors.ConflictKind.CHUNK
+    assert c.kind == "chunk"
+    assert f"{c.kind}" == "chunk"
+    with pytest.raises(ValueError, match="'chunks'"):
+        Conflict("chunks", "a", None, None)  # type: ignore[arg-type]
 
 
 def test_conflict_error_pickle_does_not_repeat_the_list() -> None:

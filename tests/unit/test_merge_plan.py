@@ -7,8 +7,9 @@ from typing import Any
 
 from tests.unit.fakes import FakeReader, array_doc, group_doc, ref
 from zarrlake.model import Root, StagedNode, StagedState
+from zarrlake.model.conflicts import Solver
 from zarrlake.model.diff import diff_roots
-from zarrlake.model.merge import MergeStrategy, plan_merge, staged_changes
+from zarrlake.model.merge import plan_merge, staged_changes
 
 HEAD = "head-commit"
 
@@ -37,9 +38,9 @@ def start(reader: FakeReader) -> Root:
 
 
 def merged(
-    reader: FakeReader, base: Root, target: Root, source: Root, strategy: MergeStrategy = "fail"
+    reader: FakeReader, base: Root, target: Root, source: Root, strategy: Solver = "fail"
 ) -> tuple[Root, list[Any]]:
-    plan = plan_merge(base, target, source, reader, target_id=HEAD, strategy=strategy)
+    plan = plan_merge(base, target, source, reader, target_id=HEAD, solver=strategy)
     reader.add(plan.blobs)
     return reader.build(target, plan.staged).root, plan.conflicts
 

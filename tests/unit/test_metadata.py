@@ -155,12 +155,13 @@ def test_chunk_key_encoding_defaults(cke: Any, expected: ChunkKeyEncoding) -> No
         del doc["chunk_key_encoding"]
     else:
         doc["chunk_key_encoding"] = cke
-    assert parse_node_meta(_raw(doc)).encoding == expected
+    # zarr itself requires the field, so strict mode refuses a document without it
+    assert parse_node_meta(_raw(doc), strict=False).encoding == expected
 
 
 def test_non_regular_grid_has_no_grid_shape() -> None:
     doc = _array_doc(chunk_grid={"name": "rectilinear", "configuration": {}})
-    nm = parse_node_meta(_raw(doc))
+    nm = parse_node_meta(_raw(doc), strict=False)
     assert nm.is_array
     assert nm.grid_shape is None
     assert nm.ndim == 2
@@ -356,3 +357,29 @@ def test_attribute_changes() -> None:
     after = {"a": 1, "b": 3, "d": None}
     assert attribute_changes(before, after) == {"b", "c", "d"}
     assert attribute_changes(before, dict(before)) == set()
+
+
+def test_parametrized_data_types_have_no_fixed_chunk_size() -> None:
+    import json
+
+    from zarrlake.model.metadata import parse_node_meta
+
+    doc = {
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": [4],
+        "data_type": {"name": "fixed_length_utf32", "configuration": {"length_bytes": 8}},
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
+        "chunk_key_encoding": {"name": "default"},
+        "fill_value": "",
+        "codecs": [{"name": "bytes"}],
+    }
+    assert parse_node_meta(json.dumps(doc).encode(), strict=False).chunk_nbytes is None
+    doc["data_type"] = "int16"
+    assert parse_node_meta(json.dumps(doc).encode(), strict=False).chunk_nbytes == 4
+
+
+def test_strict_mode_refuses_what_zarr_cannot_open() -> None:
+    doc = _array_doc(chunk_grid={"name": "rectilinear", "configuration": {}})
+    with pytest.raises(InvalidMetadataError, match="zarr cannot read"):
+        parse_node_meta(_raw(doc))

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
+
+from zarrlake.types import safe_url
 
 __all__ = [
     "configure_engine",
@@ -14,9 +17,26 @@ __all__ = [
     "is_busy_error",
     "make_engine",
     "now_sql",
+    "safe_url",
     "schema_lock",
+    "sqlite_file",
     "upsert",
 ]
+
+
+def sqlite_file(url: str) -> str | None:
+    """The absolute path of a SQLite catalog's file (``None`` for other databases)."""
+    parsed = sa.make_url(url)
+    db = parsed.database
+    if (
+        parsed.get_backend_name() != "sqlite"
+        or not db
+        or db == ":memory:"
+        or db.startswith("file:")
+    ):
+        return None
+    return os.path.abspath(db)
+
 
 _SQLITE_BUSY_TIMEOUT_MS = 60_000
 
@@ -97,6 +117,24 @@ def gc_fence(conn: sa.Connection, repo_id: int, *, exclusive: bool) -> None:
     if conn.dialect.name == "postgresql":
         fn = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
         conn.execute(sa.text(f"SELECT {fn}(7269837, :repo)"), {"repo": repo_id})
+
+
+def is_unique_violation(exc: BaseException) -> bool:
+    """Whether an integrity error is a duplicate key (PostgreSQL 23505, SQLite UNIQUE)."""
+    orig = getattr(exc, "orig", exc)
+    if getattr(orig, "sqlstate", None) == "23505":
+        return True
+    text = str(orig)
+    return "UNIQUE constraint failed" in text or "duplicate key value" in text
+
+
+def is_read_only_error(exc: BaseException) -> bool:
+    """Whether the database refused a write for lack of rights (PostgreSQL 42501 or a
+    read-only transaction 25006; SQLite's read-only database)."""
+    orig = getattr(exc, "orig", exc)
+    if getattr(orig, "sqlstate", None) in ("42501", "25006"):
+        return True
+    return "readonly database" in str(orig) or "read-only" in str(orig).lower()
 
 
 def is_busy_error(exc: BaseException) -> bool:

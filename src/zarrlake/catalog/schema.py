@@ -5,6 +5,7 @@ Every table is prefixed ``zl_`` so a catalog can share a database with other app
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 
 import sqlalchemy as sa
@@ -168,6 +169,10 @@ def _v2_gc_marks(conn: sa.Connection) -> None:
 
 def _v3_commit_keys(conn: sa.Connection) -> None:
     commit_keys.create(conn, checkfirst=True)
+    # the catalog's identity, so that a process never writes into a database that replaced
+    # the one it opened
+    if conn.execute(sa.select(info.c.key).where(info.c.key == "catalog_id")).first() is None:
+        conn.execute(sa.insert(info).values(key="catalog_id", value=uuid.uuid4().hex))
 
 
 # version -> function upgrading a catalog from version-1 to version, inside one transaction.

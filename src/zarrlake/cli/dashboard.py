@@ -27,9 +27,6 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             return 2
         import shutil
 
-        from zarrlake.repo import forget_location
-
-        forget_location(path)  # this process may hold the old catalog open
         shutil.rmtree(path)
     repo = zarrlake.Repo.create(path)
     print(f"created {repo!r}")

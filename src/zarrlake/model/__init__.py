@@ -11,7 +11,13 @@ from zarrlake.model.changes import (
     changes_from_staged,
     iter_manifest,
 )
-from zarrlake.model.conflicts import ReadSet, Solver, detect_conflicts, rebase_staged
+from zarrlake.model.conflicts import (
+    ReadSet,
+    Solver,
+    check_solver,
+    detect_conflicts,
+    rebase_staged,
+)
 from zarrlake.model.manifest import ChunkRef, ManifestIndex, Shard, content_hash
 from zarrlake.model.metadata import NodeMeta, parse_node_meta
 from zarrlake.model.snapshot import NodeEntry, Root
@@ -33,6 +39,7 @@ __all__ = [
     "StagedState",
     "build_snapshot",
     "changes_from_staged",
+    "check_solver",
     "content_hash",
     "detect_conflicts",
     "iter_manifest",

@@ -26,7 +26,7 @@ from zarrlake.model.manifest import (
     shard_shape_for,
     split_coords,
 )
-from zarrlake.model.metadata import NodeMeta, attribute_changes
+from zarrlake.model.metadata import NodeMeta, attribute_changes, parse_chunk_key
 from zarrlake.model.snapshot import NodeEntry, Root
 from zarrlake.types import ChunkCoords
 
@@ -221,6 +221,7 @@ def build_snapshot(base: Root, staged: StagedState, reader: SnapshotReader) -> B
     Only the shards that staged chunks fall in are loaded and rewritten; everything else is
     shared with ``base`` by hash.
     """
+    staged = claim_raw_chunks(base, staged, reader)
     blobs: dict[bytes, tuple[str, bytes]] = {}
     nodes = dict(base.nodes)
     changes: dict[str, NodeChange] = {}
@@ -278,6 +279,54 @@ def build_snapshot(base: Root, staged: StagedState, reader: SnapshotReader) -> B
     root_hash = content_hash(data)
     blobs[root_hash] = ("root", data)
     return BuildResult(root, root_hash, blobs, ChangeSet(changes, frozenset(raw_changed)))
+
+
+def claim_raw_chunks(base: Root, staged: StagedState, reader: SnapshotReader) -> StagedState:
+    """Staged raw keys that are chunk keys of an array of the resulting hierarchy, staged as
+    that array's chunks.
+
+    A key is staged raw when no array claims it at the time it is written: a copy from
+    another store writes keys in sorted order, so ``a/c/0`` comes before ``a/zarr.json``.
+    Once the array exists the key is one of its chunks, and must be committed as one (else the
+    array would read back as fill values). A chunk staged as such afterwards wins.
+    """
+    if not staged.raw:
+        return staged
+    metas = {path: node.meta for path, node in base.nodes.items()}
+    for path, sn in staged.nodes.items():
+        if sn.meta is not None:
+            metas[path] = sn.meta
+        elif sn.dropped:
+            metas.pop(path, None)
+    arrays = {}
+    for path, h in metas.items():
+        nm = reader.node_meta(h)
+        if nm.is_array:
+            arrays[path] = nm
+    if not arrays:
+        return staged
+    nodes = {p: StagedNode(sn.dropped, sn.meta, dict(sn.chunks)) for p, sn in staged.nodes.items()}
+    out = StagedState(nodes, {})
+    for key, ref in staged.raw.items():
+        found = _owning_array(key, arrays)
+        if found is None:
+            out.raw[key] = ref
+            continue
+        sn = out.node(found[0])
+        sn.chunks.setdefault(found[1], ref)
+    return out
+
+
+def _owning_array(key: str, arrays: Mapping[str, NodeMeta]) -> tuple[str, ChunkCoords] | None:
+    cut = len(key)
+    while cut >= 0:
+        cut = key.rfind("/", 0, cut)
+        path, rel = (key[:cut], key[cut + 1 :]) if cut >= 0 else ("", key)
+        nm = arrays.get(path)
+        if nm is not None:
+            coords = parse_chunk_key(rel, nm.encoding, nm.ndim)
+            return None if coords is None else (path, coords)
+    return None
 
 
 def _apply_chunks(

@@ -16,17 +16,26 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from zarrlake.errors import Conflict
+from zarrlake.errors import Conflict, ConflictKind, InvalidInputError
 from zarrlake.model.changes import ChangeSet, NodeChange, SnapshotReader, StagedNode, StagedState
 from zarrlake.model.manifest import content_hash
 from zarrlake.model.snapshot import Root
 from zarrlake.types import ChunkCoords
 
-__all__ = ["ReadSet", "Solver", "detect_conflicts", "rebase_staged"]
+__all__ = ["ReadSet", "Solver", "check_solver", "detect_conflicts", "rebase_staged"]
 
 Solver = Literal["fail", "ours", "theirs"]
+
+
+def check_solver(solver: object) -> Solver:
+    """``solver`` if it is one of ``"fail"``, ``"ours"``, ``"theirs"``; refuse anything else."""
+    if not isinstance(solver, str) or solver not in get_args(Solver):
+        raise InvalidInputError(f"solver must be 'fail', 'ours' or 'theirs', got {solver!r}")
+    return solver  # type: ignore[return-value]
+
+
 ReadSet = frozenset[tuple[str, ChunkCoords | None]]
 """What a serializable session read: (node path, chunk coords) or (node path, None) for metadata."""
 
@@ -44,18 +53,20 @@ def _pair_conflicts(path: str, o: NodeChange, t: NodeChange, commit: str) -> lis
     if (o.deleted and t.touched) or (t.deleted and o.touched):
         side = "this session" if o.deleted else "the other commit"
         out.append(
-            Conflict("delete", path, None, commit, f"deleted by {side}, changed by the other")
+            Conflict(
+                ConflictKind.DELETE, path, None, commit, f"deleted by {side}, changed by the other"
+            )
         )
         return out
     if o.created and t.created:
-        out.append(Conflict("create", path, None, commit, "created on both sides"))
+        out.append(Conflict(ConflictKind.CREATE, path, None, commit, "created on both sides"))
         return out
     if (o.structure and (t.chunks or t.meta_changed)) or (
         t.structure and (o.chunks or o.meta_changed)
     ):
         out.append(
             Conflict(
-                "metadata",
+                ConflictKind.METADATA,
                 path,
                 None,
                 commit,
@@ -67,7 +78,7 @@ def _pair_conflicts(path: str, o: NodeChange, t: NodeChange, commit: str) -> lis
     if both:
         out.append(
             Conflict(
-                "attributes",
+                ConflictKind.ATTRIBUTES,
                 path,
                 None,
                 commit,
@@ -79,7 +90,9 @@ def _pair_conflicts(path: str, o: NodeChange, t: NodeChange, commit: str) -> lis
             (o.chunks, t.chunks) if len(o.chunks) <= len(t.chunks) else (t.chunks, o.chunks)
         )
         for coords in sorted(c for c in small if c in large):
-            out.append(Conflict("chunk", path, coords, commit, "chunk written on both sides"))
+            out.append(
+                Conflict(ConflictKind.CHUNK, path, coords, commit, "chunk written on both sides")
+            )
     return out
 
 
@@ -112,7 +125,7 @@ def detect_conflicts(
                     if path != d and _is_under(path, d) and c.touched and not c.deleted:
                         conflicts.append(
                             Conflict(
-                                "delete",
+                                ConflictKind.DELETE,
                                 path,
                                 None,
                                 commit,
@@ -120,12 +133,16 @@ def detect_conflicts(
                             )
                         )
         for key in sorted(ours.raw & cs.raw):
-            conflicts.append(Conflict("raw", key, None, commit, "key written on both sides"))
+            conflicts.append(
+                Conflict(ConflictKind.RAW, key, None, commit, "key written on both sides")
+            )
         if reads:
             conflicts.extend(_read_conflicts(reads, cs, commit))
         for key in sorted((raw_reads or frozenset()) & cs.raw):
             conflicts.append(
-                Conflict("read", key, None, commit, "key read by this session was changed")
+                Conflict(
+                    ConflictKind.READ, key, None, commit, "key read by this session was changed"
+                )
             )
     return conflicts
 
@@ -137,9 +154,13 @@ def _read_conflicts(reads: ReadSet, cs: ChangeSet, commit: str) -> Iterable[Conf
             continue
         whole = c.deleted or c.created or c.structure
         if what is None and (whole or c.meta_changed):
-            yield Conflict("read", path, None, commit, "metadata read by this session was changed")
+            yield Conflict(
+                ConflictKind.READ, path, None, commit, "metadata read by this session was changed"
+            )
         elif what is not None and (whole or what in c.chunks):
-            yield Conflict("read", path, what, commit, "chunk read by this session was changed")
+            yield Conflict(
+                ConflictKind.READ, path, what, commit, "chunk read by this session was changed"
+            )
 
 
 def rebase_staged(

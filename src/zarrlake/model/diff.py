@@ -425,7 +425,7 @@ class ShardDelta:
         """(coords, ref) of ``rows`` of the ``after`` shard."""
         coords = self.coords(self.after, rows).tolist()
         for c, i in zip(coords, rows.tolist(), strict=True):
-            yield tuple(c), self.after._ref_at(i)
+            yield tuple(c), self.after.ref_at(i)
 
 
 def _flat_to_coords(pos: ChunkCoords, flat: np.ndarray, shard_shape: tuple[int, ...]) -> np.ndarray:

@@ -135,7 +135,7 @@ class Shard:
     def __len__(self) -> int:
         return int(self.flat.shape[0])
 
-    def _ref_at(self, i: int) -> ChunkRef:
+    def ref_at(self, i: int) -> ChunkRef:
         h = self.hashes[i].tobytes()
         n = int(self.lengths[i])
         if self.kinds[i] == 1:
@@ -146,12 +146,12 @@ class Shard:
     def get(self, flat: int) -> ChunkRef | None:
         i = int(np.searchsorted(self.flat, flat))
         if i < len(self) and int(self.flat[i]) == flat:
-            return self._ref_at(i)
+            return self.ref_at(i)
         return None
 
     def items(self) -> Iterator[tuple[int, ChunkRef]]:
         for i in range(len(self)):
-            yield int(self.flat[i]), self._ref_at(i)
+            yield int(self.flat[i]), self.ref_at(i)
 
     def apply(self, updates: Mapping[int, ChunkRef | None]) -> Shard:
         """A new shard with ``updates`` applied (``None`` removes an entry)."""

@@ -10,7 +10,6 @@ reverted commit as the base and its parent as the source.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 from zarrlake.errors import Conflict
 from zarrlake.model.changes import (
@@ -30,17 +29,15 @@ from zarrlake.types import ChunkCoords
 
 __all__ = [
     "MergePlan",
-    "MergeStrategy",
     "changeset_from_diff",
     "plan_merge",
     "staged_changes",
 ]
 
-MergeStrategy = Literal["fail", "ours", "theirs"]
 """``ours``: the target branch keeps its version of conflicting changes; ``theirs``: the
 source's version wins (as ``git merge -X ours|theirs``)."""
 
-# In a merge the staged state holds the *source's* changes, so the merge strategy maps to
+# In a merge the staged state holds the *source's* changes, so the merge solver maps to
 # the opposite session solver ("ours" for a session means its staged changes win).
 _SOLVER: dict[str, Solver] = {"fail": "fail", "ours": "theirs", "theirs": "ours"}
 
@@ -151,12 +148,12 @@ def plan_merge(
     reader: SnapshotReader,
     *,
     target_id: str,
-    strategy: MergeStrategy = "fail",
+    solver: Solver = "fail",
 ) -> MergePlan:
     """Plan a three-way merge of ``source`` into ``target`` with common ancestor ``base``.
 
     Conflicts follow the commit rules (see :mod:`zarrlake.model.conflicts`), except that a
-    chunk both sides changed to the same bytes is not a conflict. With ``strategy="fail"``
+    chunk both sides changed to the same bytes is not a conflict. With ``solver="fail"``
     and conflicts, the plan's staged state is the unresolved one and must not be applied.
     """
     staged = staged_changes(base, source, reader)
@@ -167,7 +164,7 @@ def plan_merge(
         for c in detect_conflicts(ours, [(target_id, theirs)])
         if not _same_result(c, target, source, reader)
     ]
-    if conflicts and strategy == "fail":
+    if conflicts and solver == "fail":
         return MergePlan(staged, {}, conflicts)
-    new, blobs = rebase_staged(staged, base, target, conflicts, _SOLVER[strategy], reader)
+    new, blobs = rebase_staged(staged, base, target, conflicts, _SOLVER[solver], reader)
     return MergePlan(new, blobs, conflicts)

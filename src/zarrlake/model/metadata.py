@@ -44,6 +44,13 @@ class NodeMeta:
     encoding: ChunkKeyEncoding = ChunkKeyEncoding()
     structure: dict[str, Any] = field(default_factory=dict)
     attributes: dict[str, Any] = field(default_factory=dict)
+    chunk_nbytes: int | None = None  # exact encoded size of a chunk, when it is fixed
+
+    def in_grid(self, coords: ChunkCoords) -> bool:
+        """Whether chunk ``coords`` lie inside the array's chunk grid (when it is known)."""
+        if self.grid_shape is None:
+            return all(c <= _MAX_SIZE for c in coords)
+        return all(c < g for c, g in zip(coords, self.grid_shape, strict=True))
 
     @property
     def is_array(self) -> bool:
@@ -61,20 +68,35 @@ def parse_node_meta(raw: bytes, *, strict: bool = True) -> NodeMeta:
     """
     try:
         doc = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         if strict:
-            raise InvalidMetadataError(f"zarr.json is not valid JSON: {exc}") from exc
+            what = "nested too deeply" if isinstance(exc, RecursionError) else "not valid JSON"
+            raise InvalidMetadataError(f"zarr.json is {what}: {exc}") from None
         return _UNKNOWN
     if not isinstance(doc, dict):
         if strict:
             raise InvalidMetadataError("zarr.json must hold a JSON object")
         return _UNKNOWN
     try:
-        return _parse_doc(doc)
+        meta = _parse_doc(doc)
+        if strict and meta.is_array:
+            _check_with_zarr(doc)
+        return meta
     except InvalidMetadataError:
         if strict:
             raise
         return _UNKNOWN
+
+
+def _check_with_zarr(doc: dict[str, Any]) -> None:
+    """Let zarr itself judge the data type, codecs and fill value: a document it cannot open
+    must not be committed."""
+    from zarr.core.metadata.v3 import ArrayV3Metadata
+
+    try:
+        ArrayV3Metadata.from_dict(dict(doc))
+    except Exception as exc:  # zarr raises ValueError, TypeError, KeyError and its own
+        raise InvalidMetadataError(f"zarr cannot read this array metadata: {exc}") from None
 
 
 def _parse_doc(doc: dict[str, Any]) -> NodeMeta:
@@ -94,21 +116,22 @@ def _parse_doc(doc: dict[str, Any]) -> NodeMeta:
             f"zarr.json node_type must be 'group' or 'array', got {node_type!r}"
         )
     shape = doc.get("shape")
-    if not isinstance(shape, list) or not all(isinstance(s, int) and s >= 0 for s in shape):
+    if not isinstance(shape, list) or not all(_is_size(s, 0) for s in shape):
         raise InvalidMetadataError(
-            f"array shape must be a list of non-negative integers, got {shape!r}"
+            f"array shape must be a list of integers from 0 to 2**63-1, got {shape!r}"
         )
     ndim = len(shape)
     grid_shape: tuple[int, ...] | None = None
     grid = doc.get("chunk_grid")
     if not isinstance(grid, dict) or "name" not in grid:
         raise InvalidMetadataError("array metadata needs a chunk_grid with a name")
+    chunks = None
     if grid["name"] == "regular":
-        chunks = (grid.get("configuration") or {}).get("chunk_shape")
+        chunks = _config(grid, "chunk_grid").get("chunk_shape")
         if (
             not isinstance(chunks, list)
             or len(chunks) != ndim
-            or not all(isinstance(c, int) and c > 0 for c in chunks)
+            or not all(_is_size(c, 1) for c in chunks)
         ):
             raise InvalidMetadataError(
                 f"regular chunk_grid needs chunk_shape of {ndim} positive integers, got {chunks!r}"
@@ -119,7 +142,7 @@ def _parse_doc(doc: dict[str, Any]) -> NodeMeta:
         raise InvalidMetadataError("chunk_key_encoding must be a JSON object")
     name = cke.get("name", "default")
     default_sep = "/" if name == "default" else "."
-    sep = (cke.get("configuration") or {}).get("separator", default_sep)
+    sep = _config(cke, "chunk_key_encoding").get("separator", default_sep)
     if name not in ("default", "v2") or sep not in ("/", "."):
         raise InvalidMetadataError(f"unsupported chunk_key_encoding {cke!r}")
     return NodeMeta(
@@ -129,7 +152,48 @@ def _parse_doc(doc: dict[str, Any]) -> NodeMeta:
         encoding=ChunkKeyEncoding(name, sep),
         structure=structure,
         attributes=attributes,
+        chunk_nbytes=_plain_chunk_nbytes(doc, chunks),
     )
+
+
+_MAX_SIZE = 2**63 - 1
+# bytes per element of the fixed-size data types, for arrays stored without compression
+_ITEMSIZE = {
+    "bool": 1, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "float16": 2, "int32": 4,
+    "uint32": 4, "float32": 4, "int64": 8, "uint64": 8, "float64": 8, "complex64": 8,
+    "complex128": 16,
+}  # fmt: skip
+
+
+def _is_size(v: object, low: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and low <= v <= _MAX_SIZE
+
+
+def _config(part: dict[str, Any], what: str) -> dict[str, Any]:
+    conf = part.get("configuration")
+    if conf is None:
+        return {}
+    if not isinstance(conf, dict):
+        raise InvalidMetadataError(f"{what} configuration must be a JSON object, got {conf!r}")
+    return conf
+
+
+def _plain_chunk_nbytes(doc: dict[str, Any], chunks: list[int] | None) -> int | None:
+    """The exact size of an encoded chunk when the only codec is ``bytes`` (no compression,
+    no sharding): a chunk of any other size is corrupt."""
+    codecs = doc.get("codecs")
+    dtype = doc.get("data_type")
+    itemsize = _ITEMSIZE.get(dtype) if isinstance(dtype, str) else None
+    if (
+        chunks is None
+        or itemsize is None
+        or not isinstance(codecs, list)
+        or len(codecs) != 1
+        or not isinstance(codecs[0], dict)
+        or codecs[0].get("name") != "bytes"
+    ):
+        return None
+    return math.prod(chunks) * itemsize
 
 
 def parse_chunk_key(rel: str, enc: ChunkKeyEncoding, ndim: int) -> ChunkCoords | None:

@@ -17,7 +17,9 @@ import ctypes.util
 import hashlib
 import os
 import threading
+import weakref
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,8 +60,24 @@ class ObjectStore(ABC):
         """Store ``data`` under hash ``h`` unless present; ``True`` if bytes were written."""
 
     @abstractmethod
+    def read_range(self, h: bytes, start: int | None = None, end: int | None = None) -> bytes:
+        """Bytes ``[start, end)`` of an object as stored, unverified."""
+
     def read(self, h: bytes, start: int | None = None, end: int | None = None) -> bytes:
-        """Bytes ``[start, end)`` of an object (all of it by default)."""
+        """Bytes ``[start, end)`` of an object (all of it by default), verified against its
+        hash when ``verify`` is on: a byte range is served from the whole object, read and
+        checked once and kept in a small cache (a shard of zarr's sharding codec is read by
+        ranges, and a flipped byte inside it must not come back as data)."""
+        if start is None and end is None:
+            return self.check(h, self.read_range(h))
+        if not self.verify:
+            return self.read_range(h, start, end)
+        cache = _verified_cache(self)
+        data = cache.get(h)
+        if data is None:
+            data = self.check(h, self.read_range(h))
+            cache.put(h, data)
+        return data[start:end]
 
     @abstractmethod
     def exists(self, h: bytes) -> bool: ...
@@ -71,8 +89,25 @@ class ObjectStore(ABC):
     def iter_objects(self) -> Iterator[ObjectInfo]:
         """Every object (for garbage collection and fsck)."""
 
+    def modified_at(self, h: bytes) -> float | None:
+        """When an object was last written (epoch seconds), where the backend records a write
+        of an existing object (local disk); else ``None``."""
+        return None
+
     def sync(self) -> None:  # noqa: B027 - optional hook
         """Make every object written so far durable (no-op where writes are durable)."""
+
+    def probe(self) -> None:
+        """Write and delete a small marker: :class:`StorageError` unless the store is
+        reachable and writable (checked before a repo is recorded in a catalog)."""
+        marker = hashlib.sha256(os.urandom(16)).digest()
+        try:
+            self.write(marker, b"zarrlake probe")
+            self.delete(marker)
+        except StorageError:
+            raise
+        except Exception as exc:  # botocore, aiohttp and OS errors: all mean "unusable"
+            raise StorageError(f"object storage {self.url} is not usable: {exc}") from exc
 
     def remove_stale_temporaries(self, older_than: float) -> int:
         """Remove partial writes left by killed writers, last touched before ``older_than``
@@ -86,6 +121,48 @@ class ObjectStore(ABC):
                 "the stored bytes are corrupt. Run repo.fsck(verify=True) to find every such object"
             )
         return data
+
+
+class _BytesLRU:
+    """Whole objects already verified, by hash, bounded by their total size."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.size = 0
+        self.items: OrderedDict[bytes, bytes] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, h: bytes) -> bytes | None:
+        with self.lock:
+            data = self.items.get(h)
+            if data is not None:
+                self.items.move_to_end(h)
+            return data
+
+    def put(self, h: bytes, data: bytes) -> None:
+        if len(data) > self.limit // 4:
+            return  # one huge object would evict everything else
+        with self.lock:
+            if h in self.items:
+                return
+            self.items[h] = data
+            self.size += len(data)
+            while self.size > self.limit:
+                _, old = self.items.popitem(last=False)
+                self.size -= len(old)
+
+
+_RANGE_CACHE_BYTES = 256 * 1024 * 1024
+_caches: weakref.WeakKeyDictionary[ObjectStore, _BytesLRU] = weakref.WeakKeyDictionary()
+_caches_lock = threading.Lock()
+
+
+def _verified_cache(store: ObjectStore) -> _BytesLRU:
+    with _caches_lock:
+        cache = _caches.get(store)
+        if cache is None:
+            cache = _caches[store] = _BytesLRU(_RANGE_CACHE_BYTES)
+        return cache
 
 
 _libc: Any = None
@@ -116,7 +193,10 @@ class LocalObjectStore(ObjectStore):
         self._dirs: set[str] = set()
         self._dirty = False
         self._lock = threading.Lock()
-        (self.root / "chunks").mkdir(parents=True, exist_ok=True)
+        try:
+            (self.root / "chunks").mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot use {self.root} for chunk objects: {exc}") from exc
 
     def _path(self, h: bytes) -> str:
         return os.path.join(self.url, _rel(h))
@@ -146,11 +226,11 @@ class LocalObjectStore(ObjectStore):
         self._dirty = True
         return True
 
-    def read(self, h: bytes, start: int | None = None, end: int | None = None) -> bytes:
+    def read_range(self, h: bytes, start: int | None = None, end: int | None = None) -> bytes:
         try:
             with open(self._path(h), "rb") as f:
                 if start is None and end is None:
-                    return self.check(h, f.read())
+                    return f.read()
                 if start:
                     f.seek(start)
                 return f.read(-1 if end is None else max(0, end - (start or 0)))
@@ -164,6 +244,12 @@ class LocalObjectStore(ObjectStore):
 
     def exists(self, h: bytes) -> bool:
         return os.path.exists(self._path(h))
+
+    def modified_at(self, h: bytes) -> float | None:
+        try:
+            return os.stat(self._path(h)).st_mtime
+        except FileNotFoundError:
+            return None
 
     def delete(self, h: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -243,7 +329,7 @@ class FsspecObjectStore(ObjectStore):
             raise StorageError(f"cannot write object {h.hex()} to {self.url}: {exc}") from exc
         return True
 
-    def read(self, h: bytes, start: int | None = None, end: int | None = None) -> bytes:
+    def read_range(self, h: bytes, start: int | None = None, end: int | None = None) -> bytes:
         try:
             data = self.fs.cat_file(self._key(h), start=start, end=end)
         except FileNotFoundError as exc:
@@ -252,7 +338,7 @@ class FsspecObjectStore(ObjectStore):
             ) from exc
         except OSError as exc:
             raise StorageError(f"cannot read object {h.hex()} from {self.url}: {exc}") from exc
-        return self.check(h, data) if start is None and end is None else bytes(data)
+        return bytes(data)
 
     def exists(self, h: bytes) -> bool:
         try:

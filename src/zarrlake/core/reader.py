@@ -1,4 +1,4 @@
-"""A process-wide cache of immutable catalog nodes (roots, manifests, metadata, change sets)."""
+"""A per-repo cache of immutable catalog nodes (roots, manifests, metadata, change sets)."""
 
 from __future__ import annotations
 

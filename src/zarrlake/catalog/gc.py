@@ -1,0 +1,324 @@
+"""Garbage collection's and expiry's queries. The safety argument is in docs/history.md
+("Garbage collection"); its commit-side half is :meth:`GcQueries.refuse_swept_objects`, called
+by every session commit."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+
+import zarrlake.catalog.dialect as dia
+from zarrlake.catalog.base import CatalogBase
+from zarrlake.catalog.rows import batches
+from zarrlake.catalog.schema import blobs, commits, gc_marks, refs, sessions, staged
+from zarrlake.errors import ObjectMissingError
+
+__all__ = ["GcQueries"]
+
+
+class GcQueries(CatalogBase):
+    def delete_commits(self, repo_id: int, ids: Sequence[str]) -> list[str]:
+        """Delete commits (``expire``), except any that a ref or an open session's base points
+        to at the moment of deletion. Returns the ids deleted."""
+        protected_refs = sa.select(refs.c.commit_id).where(refs.c.repo_id == repo_id)
+        protected_bases = sa.select(sessions.c.base_commit).where(
+            sessions.c.repo_id == repo_id, sessions.c.status == "open"
+        )
+        deleted: list[str] = []
+        for batch in batches(sorted(ids)):
+            with self.tx(write=True) as conn:
+                # refs created or moved meanwhile are seen by the protection below
+                dia.gc_fence(conn, repo_id, exclusive=True)
+                deleted += conn.execute(
+                    sa.delete(commits)
+                    .where(
+                        commits.c.repo_id == repo_id,
+                        commits.c.id.in_(list(batch)),
+                        commits.c.id.not_in(protected_refs),
+                        commits.c.id.not_in(protected_bases),
+                    )
+                    .returning(commits.c.id)
+                ).scalars()
+        return deleted
+
+    def live_staged(self, repo_id: int) -> tuple[set[bytes], set[bytes]]:
+        """(object hashes, blob hashes) staged by open, unexpired sessions: gc roots."""
+        with self.tx() as conn:
+            now = self.now(conn)
+            rows = conn.execute(
+                sa.select(staged.c.kind, staged.c.hash, staged.c.inline.is_(None).label("obj"))
+                .select_from(staged.join(sessions, sessions.c.id == staged.c.session_id))
+                .where(
+                    sessions.c.repo_id == repo_id,
+                    sessions.c.status == "open",
+                    sessions.c.expires_at > now,
+                    staged.c.hash.is_not(None),
+                )
+            ).all()
+        objects = {bytes(r.hash) for r in rows if r.kind in ("chunk", "raw") and r.obj}
+        metas = {bytes(r.hash) for r in rows if r.kind == "meta"}
+        return objects, metas
+
+    def blob_index(self, repo_id: int) -> dict[bytes, tuple[str, int]]:
+        """Every catalog node of a repo: hash -> (kind, size in bytes)."""
+        with self.tx() as conn:
+            return {
+                bytes(r.hash): (r.kind, int(r.size))
+                for r in conn.execute(
+                    sa.select(
+                        blobs.c.hash, blobs.c.kind, sa.func.length(blobs.c.data).label("size")
+                    ).where(blobs.c.repo_id == repo_id)
+                )
+            }
+
+    def gc_mark(self, repo_id: int, items: Sequence[tuple[str, bytes, int]]) -> None:
+        """Record (kind, hash, size) as unreachable now, unless already marked."""
+        ins = dia.insert_ignore(gc_marks, self.dialect)
+        for batch in batches(list(items)):
+            with self.tx(write=True) as conn:
+                now = self.now(conn)
+                conn.execute(
+                    ins,
+                    [
+                        {
+                            "repo_id": repo_id,
+                            "kind": k,
+                            "hash": h,
+                            "state": "marked",
+                            "size": n,
+                            "marked_at": now,
+                            "run_id": None,
+                            "deleted_at": None,
+                        }
+                        for k, h, n in batch
+                    ],
+                )
+
+    def gc_marks(self, repo_id: int, kind: str) -> list[tuple[bytes, str, int, float]]:
+        """(hash, state, size, marked_at) of every mark of a kind."""
+        with self.tx() as conn:
+            return [
+                (bytes(r.hash), r.state, int(r.size), float(r.marked_at))
+                for r in conn.execute(
+                    sa.select(
+                        gc_marks.c.hash, gc_marks.c.state, gc_marks.c.size, gc_marks.c.marked_at
+                    ).where(gc_marks.c.repo_id == repo_id, gc_marks.c.kind == kind)
+                )
+            ]
+
+    def gc_unmark(self, repo_id: int, kind: str, hashes: Sequence[bytes]) -> None:
+        """Forget marks (not claims nor tombstones) of things found in use again or gone."""
+        for batch in batches(list(hashes)):
+            with self.tx(write=True) as conn:
+                conn.execute(
+                    sa.delete(gc_marks).where(
+                        gc_marks.c.repo_id == repo_id,
+                        gc_marks.c.kind == kind,
+                        gc_marks.c.state == "marked",
+                        gc_marks.c.hash.in_(list(batch)),
+                    )
+                )
+
+    def gc_eligible(self, repo_id: int, kind: str, grace: float) -> list[tuple[bytes, int]]:
+        """(hash, size) of marks at least ``grace`` seconds old (by the catalog's clock)."""
+        with self.tx() as conn:
+            cutoff = self.now(conn) - grace
+            return [
+                (bytes(r.hash), int(r.size))
+                for r in conn.execute(
+                    sa.select(gc_marks.c.hash, gc_marks.c.size).where(
+                        gc_marks.c.repo_id == repo_id,
+                        gc_marks.c.kind == kind,
+                        gc_marks.c.state == "marked",
+                        gc_marks.c.marked_at <= cutoff,
+                    )
+                )
+            ]
+
+    def gc_claim(
+        self, repo_id: int, run_id: str, hashes: Sequence[bytes], grace: float
+    ) -> tuple[list[tuple[bytes, int]], list[tuple[bytes, int]]]:
+        """Claim objects for deletion by gc run ``run_id``: (claimed, taken over).
+
+        Claimed: marks of ``hashes`` still marked and at least ``grace`` seconds old. Taken
+        over: claims of other runs (crashed or concurrent), whatever they were. Runs under
+        the exclusive gc fence, so every session commit is wholly before it (and then visible
+        to the liveness check that follows) or wholly after it (and then sees the claims).
+        """
+        m = gc_marks
+        claimed: list[tuple[bytes, int]] = []
+        with self.tx(write=True) as conn:
+            dia.gc_fence(conn, repo_id, exclusive=True)
+            cutoff = self.now(conn) - grace
+            for batch in batches(list(hashes)):
+                claimed += [
+                    (bytes(r.hash), int(r.size))
+                    for r in conn.execute(
+                        sa.update(m)
+                        .where(
+                            m.c.repo_id == repo_id,
+                            m.c.kind == "object",
+                            m.c.state == "marked",
+                            m.c.marked_at <= cutoff,
+                            m.c.hash.in_(list(batch)),
+                        )
+                        .values(state="deleting", run_id=run_id)
+                        .returning(m.c.hash, m.c.size)
+                    )
+                ]
+            taken = [
+                (bytes(r.hash), int(r.size))
+                for r in conn.execute(
+                    sa.update(m)
+                    .where(
+                        m.c.repo_id == repo_id,
+                        m.c.kind == "object",
+                        m.c.state == "deleting",
+                        m.c.run_id != run_id,
+                    )
+                    .values(run_id=run_id)
+                    .returning(m.c.hash, m.c.size)
+                )
+            ]
+        return claimed, taken
+
+    def gc_release(self, repo_id: int, run_id: str, hashes: Sequence[bytes]) -> list[bytes]:
+        """Drop this run's claims on objects found in use; returns those still claimed by it
+        (a claim another run took over is not this run's to release)."""
+        released: list[bytes] = []
+        m = gc_marks
+        for batch in batches(list(hashes)):
+            with self.tx(write=True) as conn:
+                released += [
+                    bytes(h)
+                    for h in conn.execute(
+                        sa.delete(m)
+                        .where(
+                            m.c.repo_id == repo_id,
+                            m.c.kind == "object",
+                            m.c.state == "deleting",
+                            m.c.run_id == run_id,
+                            m.c.hash.in_(list(batch)),
+                        )
+                        .returning(m.c.hash)
+                    ).scalars()
+                ]
+        return released
+
+    def gc_tombstone(self, repo_id: int, hashes: Sequence[bytes]) -> None:
+        """Record claimed objects as deleted (now, by the catalog's clock)."""
+        m = gc_marks
+        for batch in batches(list(hashes)):
+            with self.tx(write=True) as conn:
+                conn.execute(
+                    sa.update(m)
+                    .where(
+                        m.c.repo_id == repo_id,
+                        m.c.kind == "object",
+                        m.c.state == "deleting",
+                        m.c.hash.in_(list(batch)),
+                    )
+                    .values(state="deleted", deleted_at=self.now(conn))
+                )
+
+    def gc_delete_blobs(self, repo_id: int, hashes: Sequence[bytes], grace: float) -> list[bytes]:
+        """Delete catalog nodes whose mark is at least ``grace`` seconds old and that were not
+        written again since they were marked; forget their marks. Returns the hashes deleted.
+
+        The check and the delete are one statement, so a commit writing the same node is
+        either before it (the node survives) or after it (the commit inserts it afresh).
+        """
+        m = gc_marks
+        deleted: list[bytes] = []
+        for batch in batches(list(hashes)):
+            with self.tx(write=True) as conn:
+                cutoff = self.now(conn) - grace
+                unchanged = (
+                    sa.select(m.c.hash)
+                    .where(
+                        m.c.repo_id == blobs.c.repo_id,
+                        m.c.kind == "blob",
+                        m.c.hash == blobs.c.hash,
+                        m.c.state == "marked",
+                        m.c.marked_at <= cutoff,
+                        blobs.c.created_at < m.c.marked_at,
+                    )
+                    .exists()
+                )
+                deleted += [
+                    bytes(h)
+                    for h in conn.execute(
+                        sa.delete(blobs)
+                        .where(blobs.c.repo_id == repo_id, blobs.c.hash.in_(list(batch)), unchanged)
+                        .returning(blobs.c.hash)
+                    ).scalars()
+                ]
+                conn.execute(
+                    sa.delete(m).where(
+                        m.c.repo_id == repo_id, m.c.kind == "blob", m.c.hash.in_(list(batch))
+                    )
+                )
+        return deleted
+
+    def gc_purge_tombstones(self, repo_id: int) -> int:
+        """Forget deleted objects that no open session predates (none of those can be
+        refused any more). Returns how many were forgotten."""
+        m = gc_marks
+        with self.tx(write=True) as conn:
+            now = self.now(conn)
+            oldest = conn.execute(
+                sa.select(sa.func.min(sessions.c.created_at)).where(
+                    sessions.c.repo_id == repo_id,
+                    sessions.c.status == "open",
+                    sessions.c.expires_at > now,
+                )
+            ).scalar()
+            cond = [m.c.repo_id == repo_id, m.c.kind == "object", m.c.state == "deleted"]
+            if oldest is not None:
+                cond.append(m.c.deleted_at < float(oldest))
+            return int(conn.execute(sa.delete(m).where(*cond)).rowcount)
+
+    def refuse_swept_objects(self, conn: sa.Connection, repo_id: int, session_id: str) -> None:
+        """Refuse a session commit that stages an object gc is deleting, or deleted after the
+        session began (the session may have deduplicated against it before it went)."""
+        dia.gc_fence(conn, repo_id, exclusive=False)
+        m = gc_marks
+        any_claim = conn.execute(
+            sa.select(m.c.hash)
+            .where(
+                m.c.repo_id == repo_id,
+                m.c.kind == "object",
+                m.c.state.in_(("deleting", "deleted")),
+            )
+            .limit(1)
+        ).first()
+        if any_claim is None:
+            return
+        began = (
+            sa.select(sessions.c.created_at).where(sessions.c.id == session_id).scalar_subquery()
+        )
+        hits = conn.execute(
+            sa.select(m.c.hash)
+            .select_from(m.join(staged, staged.c.hash == m.c.hash))
+            .where(
+                staged.c.session_id == session_id,
+                staged.c.kind.in_(("chunk", "raw")),
+                staged.c.inline.is_(None),
+                m.c.repo_id == repo_id,
+                m.c.kind == "object",
+                sa.or_(
+                    m.c.state == "deleting",
+                    sa.and_(m.c.state == "deleted", m.c.deleted_at >= began),
+                ),
+            )
+            .limit(5)
+        ).scalars()
+        found = [bytes(h).hex() for h in hits]
+        if found:
+            raise ObjectMissingError(
+                f"session {session_id} stages chunk object(s) {', '.join(f[:12] for f in found)} "
+                "that garbage collection is deleting or deleted while the session was open, so "
+                "the commit was refused and nothing changed. Commit again once gc has finished; "
+                "if it still fails, write those chunks in a new session"
+            )

@@ -1,0 +1,228 @@
+"""Sessions, their staged changes and (serializable sessions) what they read."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from zarrlake.catalog.base import CatalogBase
+from zarrlake.catalog.rows import (
+    CommitRow,
+    SessionRow,
+    StagedRow,
+    commit_row,
+    head_query,
+    session_row,
+    staged_row,
+    staged_values,
+)
+from zarrlake.catalog.schema import reads, sessions, staged
+from zarrlake.errors import NotFoundError, SessionClosedError, SessionExpiredError
+from zarrlake.faults import crash_point
+
+__all__ = ["SessionQueries"]
+
+
+class SessionQueries(CatalogBase):
+    def create_session(
+        self,
+        repo_id: int,
+        session_id: str,
+        branch: str,
+        author: str,
+        isolation: str,
+        expires_in: float,
+    ) -> tuple[SessionRow, CommitRow]:
+        """Open a session on the head of ``branch``; returns it and its base commit."""
+        with self.tx(write=True) as conn:
+            base = conn.execute(head_query(repo_id, branch)).first()
+            if base is None:
+                raise NotFoundError(f"no branch {branch!r}; create it with repo.create_branch()")
+            head = base.id
+            now = self.now(conn)
+            values = {
+                "id": session_id,
+                "repo_id": repo_id,
+                "branch": branch,
+                "base_commit": head,
+                "author": author,
+                "isolation": isolation,
+                "status": "open",
+                "created_at": now,
+                "expires_at": now + expires_in,
+                "commit_id": None,
+            }
+            conn.execute(sa.insert(sessions).values(**values))
+            return SessionRow(**values), commit_row(base)
+
+    def get_session(self, session_id: str) -> SessionRow:
+        with self.tx() as conn:
+            row = conn.execute(sa.select(sessions).where(sessions.c.id == session_id)).first()
+        if row is None:
+            raise NotFoundError(f"no session {session_id!r}")
+        return session_row(row)
+
+    def list_sessions(self, repo_id: int, include_closed: bool = False) -> list[SessionRow]:
+        q = sa.select(sessions).where(sessions.c.repo_id == repo_id)
+        if not include_closed:
+            q = q.where(sessions.c.status == "open")
+        with self.tx() as conn:
+            return [session_row(r) for r in conn.execute(q.order_by(sessions.c.created_at))]
+
+    def check_session(self, conn: sa.Connection, session_id: str, now: float) -> SessionRow:
+        row = conn.execute(sa.select(sessions).where(sessions.c.id == session_id)).first()
+        if row is None:
+            raise NotFoundError(f"no session {session_id!r}")
+        s = session_row(row)
+        if s.status != "open":
+            raise SessionClosedError(
+                f"session {session_id} is {s.status}; open a new session with repo.writable_session()"
+            )
+        if now >= s.expires_at:
+            raise SessionExpiredError(
+                f"session {session_id} expired {now - s.expires_at:.1f} s ago; its writes cannot be "
+                "committed. Open a new session (and extend long ones with session.extend())"
+            )
+        return s
+
+    def update_session(self, session_id: str, **values: Any) -> SessionRow:
+        """Change an open session (expiry, base commit, status) after checking it is usable."""
+        extend_by = values.pop("extend_by", None)
+        max_life = values.pop("max_life", None)
+        with self.tx(write=True) as conn:
+            now = self.now(conn)
+            s = self.check_session(conn, session_id, now)
+            if extend_by is not None:
+                new_exp = now + extend_by
+                if max_life is not None and new_exp - s.created_at > max_life:
+                    new_exp = s.created_at + max_life
+                values["expires_at"] = max(new_exp, s.expires_at)
+            conn.execute(sa.update(sessions).where(sessions.c.id == session_id).values(**values))
+            if values.get("status") == "abandoned":
+                conn.execute(sa.delete(staged).where(staged.c.session_id == session_id))
+                conn.execute(sa.delete(reads).where(reads.c.session_id == session_id))
+            row = conn.execute(sa.select(sessions).where(sessions.c.id == session_id)).first()
+            return session_row(row)
+
+    # -- staged changes ------------------------------------------------------------------------
+
+    def stage(
+        self,
+        session_id: str,
+        rows: Sequence[StagedRow],
+        drops: Iterable[str] = (),
+        *,
+        blobs: dict[bytes, tuple[str, bytes]] | None = None,
+        reads: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        """Record writes (node drops, then rows), the metadata documents they reference and
+        reads (serializable sessions) in an open, unexpired session, in one transaction."""
+        drops = list(drops)
+        with self.tx(write=True) as conn:
+            now = self.now(conn)
+            s = self.check_session(conn, session_id, now)
+            if blobs:
+                self.put_blobs_in(conn, s.repo_id, blobs, now)
+            if reads:
+                conn.execute(
+                    self.insert_read,
+                    [{"session_id": session_id, "path": p, "key": k} for p, k in reads],
+                )
+            for path in drops:
+                # A dropped node loses everything staged for it before the drop, including
+                # keys staged raw under it (chunks written before the node existed).
+                under = staged.c.key.startswith(f"{path}/", autoescape=True) if path else sa.true()
+                conn.execute(
+                    sa.delete(staged).where(
+                        staged.c.session_id == session_id,
+                        sa.or_(
+                            sa.and_(staged.c.path == path, staged.c.kind.in_(("meta", "chunk"))),
+                            sa.and_(staged.c.path == "", staged.c.kind == "raw", under),
+                        ),
+                    )
+                )
+            if drops:
+                conn.execute(
+                    self.upsert_staged,
+                    [
+                        {
+                            "session_id": session_id,
+                            "path": p,
+                            "kind": "drop",
+                            "key": "",
+                            "hash": None,
+                            "length": 0,
+                            "inline": None,
+                        }
+                        for p in drops
+                    ],
+                )
+            if rows:
+                conn.execute(self.upsert_staged, staged_values(session_id, rows))
+            crash_point("stage.in_tx")
+
+    def replace_staged(self, session_id: str, rows: Sequence[StagedRow], base: str) -> None:
+        """Replace all staged rows of a session and move its base (after a rebase)."""
+        with self.tx(write=True) as conn:
+            self.check_session(conn, session_id, self.now(conn))
+            conn.execute(sa.delete(staged).where(staged.c.session_id == session_id))
+            conn.execute(sa.delete(reads).where(reads.c.session_id == session_id))
+            if rows:
+                conn.execute(self.upsert_staged, staged_values(session_id, rows))
+            conn.execute(
+                sa.update(sessions).where(sessions.c.id == session_id).values(base_commit=base)
+            )
+            crash_point("rebase.in_tx")
+
+    def load_staged(self, session_id: str, kinds: Sequence[str] | None = None) -> list[StagedRow]:
+        q = sa.select(staged).where(staged.c.session_id == session_id)
+        if kinds is not None:
+            q = q.where(staged.c.kind.in_(kinds))
+        with self.tx() as conn:
+            return [staged_row(r) for r in conn.execute(q)]
+
+    def get_staged(
+        self,
+        session_id: str,
+        path: str,
+        kinds: Sequence[str],
+        key: str,
+        raw_key: str | None = None,
+    ) -> dict[str, StagedRow]:
+        """The staged rows of one key (and the node's drop marker), by kind; with
+        ``raw_key``, also the raw row of that store key (a chunk written before its array)."""
+        this = sa.and_(
+            staged.c.path == path,
+            sa.or_(
+                sa.and_(staged.c.kind.in_(kinds), staged.c.key == key),
+                staged.c.kind == "drop",
+            ),
+        )
+        if raw_key is not None:
+            this = sa.or_(
+                this,
+                sa.and_(staged.c.path == "", staged.c.kind == "raw", staged.c.key == raw_key),
+            )
+        with self.tx() as conn:
+            rows = conn.execute(
+                sa.select(staged).where(staged.c.session_id == session_id, this)
+            ).all()
+        return {r.kind: staged_row(r) for r in rows}
+
+    def record_reads(self, session_id: str, items: Iterable[tuple[str, str]]) -> None:
+        values = [{"session_id": session_id, "path": p, "key": k} for p, k in items]
+        if not values:
+            return
+        with self.tx(write=True) as conn:
+            conn.execute(self.insert_read, values)
+
+    def load_reads(self, session_id: str) -> list[tuple[str, str]]:
+        with self.tx() as conn:
+            return [
+                (r.path, r.key)
+                for r in conn.execute(
+                    sa.select(reads.c.path, reads.c.key).where(reads.c.session_id == session_id)
+                )
+            ]

@@ -1,0 +1,93 @@
+"""The commit transaction: build a snapshot from a head and staged changes, insert it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from zarrlake.catalog import CommitRow
+from zarrlake.core.repo_core import RepoCore
+from zarrlake.errors import EmptyCommitError
+from zarrlake.model import Root, StagedState, build_snapshot, content_hash
+from zarrlake.types import new_commit_id
+
+__all__ = ["BuiltCommit", "publish_commit"]
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltCommit:
+    """A commit that landed: its id, and the snapshot root it made (``None`` when an
+    idempotency key returned a commit recorded earlier)."""
+
+    id: str
+    root: Root | None
+
+
+def publish_commit(
+    core: RepoCore,
+    *,
+    branch: str,
+    head: CommitRow,
+    head_root: Root,
+    staged: StagedState,
+    extra_blobs: Mapping[bytes, tuple[str, bytes]],
+    parents: tuple[str, str | None],
+    generation: int,
+    author: str,
+    message: str,
+    metadata: dict[str, Any],
+    allow_empty: bool,
+    empty_message: str,
+    session_id: str | None = None,
+    require: Sequence[str] = (),
+    action: str = "commit",
+    idempotency_key: str | None = None,
+) -> BuiltCommit | None:
+    """Apply ``staged`` to ``head_root`` and commit it on ``branch`` if the branch is still
+    at ``head``; ``None`` if it moved (the caller rebases and retries).
+
+    ``extra_blobs`` are nodes the staged changes reference that are not stored yet (merged
+    metadata documents of a rebase or merge).
+    """
+    reader = core.reader
+    for h, (kind, data) in extra_blobs.items():
+        reader.prime(h, kind, data)  # the snapshot builder reads them before they are stored
+    result = build_snapshot(head_root, staged, reader)
+    if result.changes.is_empty() and not allow_empty:
+        raise EmptyCommitError(empty_message)
+    changes = result.changes.encode()
+    ch = content_hash(changes)
+    row = CommitRow(
+        new_commit_id(),
+        parents[0],
+        parents[1],
+        result.root_hash,
+        ch,
+        author,
+        message,
+        metadata,
+        0.0,
+        generation,
+    )
+    blobs = {**extra_blobs, **result.blobs, ch: ("changes", changes)}
+    done = core.catalog.insert_commit(
+        core.repo_id,
+        branch,
+        head.id,
+        row,
+        blobs,
+        session_id=session_id,
+        require=require,
+        action=action,
+        idempotency_key=idempotency_key,
+    )
+    if done is None:
+        return None
+    if done != row.id:
+        return BuiltCommit(done, None)
+    for h, (kind, data) in blobs.items():
+        if kind != "root":
+            reader.prime(h, kind, data)
+    reader.prime_root(result.root_hash, result.root)
+    return BuiltCommit(row.id, result.root)

@@ -1,0 +1,119 @@
+"""``RepoCore``: what every operation on an open repo needs, and the per-process cache of them.
+
+A cached core is reused only while it still describes the repo in the catalog: the catalog
+database must be the same one (not a file or database that replaced it) and the repo's row the
+same. So a repo deleted and created again at the same place, or replaced by another process,
+is never served from a stale cache.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from zarrlake.catalog import Catalog, catalog_for
+from zarrlake.catalog.dialect import sqlite_file
+from zarrlake.core.reader import CatalogReader
+from zarrlake.objects import ObjectStore, open_object_store
+from zarrlake.types import RepoConfig
+
+__all__ = ["RepoCore", "create_core", "forget_cores", "open_core", "resolve_storage"]
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class RepoCore:
+    """One open repo: its configuration, catalog, id, object store and node cache."""
+
+    config: RepoConfig
+    catalog: Catalog
+    repo_id: int
+    storage: str  # as the catalog records it
+    objects: ObjectStore
+    reader: CatalogReader
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def strict_metadata(self) -> bool:
+        return self.config.strict_metadata
+
+    def own_paths(self) -> list[str]:
+        """The local files and directories this repo lives in (its SQLite catalog file and a
+        local object directory); nothing may be written over them."""
+        paths = [p for p in (sqlite_file(self.config.catalog),) if p is not None]
+        local = resolve_storage(self.config.catalog, self.storage)
+        if "://" not in local:
+            paths.append(local)
+        return paths
+
+    def key(self) -> tuple[Any, ...]:
+        """Identifies this repo incarnation in this process (sessions are cached by it)."""
+        return (*self.config.key(), self.catalog.catalog_id, self.repo_id)
+
+
+def resolve_storage(catalog_url: str, storage: str) -> str:
+    """Where a repo's objects are: a relative path is relative to the directory of its SQLite
+    catalog file, so an embedded lake keeps working when moved or copied as a folder."""
+    if "://" in storage or os.path.isabs(storage):
+        return storage
+    file = sqlite_file(catalog_url)
+    if file is None:
+        return str(Path(storage).absolute())
+    return str((Path(file).parent / storage).resolve())
+
+
+_cores: dict[tuple[Any, ...], RepoCore] = {}
+_lock = threading.Lock()
+
+
+def _build(config: RepoConfig, catalog: Catalog, repo_id: int, storage: str) -> RepoCore:
+    objects = open_object_store(
+        resolve_storage(config.catalog, storage),
+        config.storage_options,
+        verify=config.verify_reads,
+    )
+    return RepoCore(config, catalog, repo_id, storage, objects, CatalogReader(catalog, repo_id))
+
+
+def open_core(config: RepoConfig) -> RepoCore:
+    """This process's core for ``config``, checked against the catalog (one query)."""
+    catalog = catalog_for(config.catalog)
+    repo_id, storage = catalog.get_repo(config.name)
+    key = (os.getpid(), *config.key())
+    with _lock:
+        core = _cores.get(key)
+        if (
+            core is not None
+            and core.catalog is catalog
+            and core.repo_id == repo_id
+            and core.storage == storage
+        ):
+            return core
+    core = _build(config, catalog, repo_id, storage)
+    with _lock:
+        _cores[key] = core
+    return core
+
+
+def create_core(
+    config: RepoConfig, storage: str, root_hash: bytes, root: bytes, commit_id: str, author: str
+) -> RepoCore:
+    """Record a new repo in the catalog (after checking its storage works) and open it."""
+    open_object_store(
+        resolve_storage(config.catalog, storage), config.storage_options, verify=False
+    ).probe()
+    catalog_for(config.catalog, create=True).create_repo(
+        config.name, storage, root_hash, root, commit_id, author
+    )
+    return open_core(config)
+
+
+def forget_cores() -> None:
+    """Drop this process's cached cores (they are rebuilt on the next open)."""
+    with _lock:
+        _cores.clear()

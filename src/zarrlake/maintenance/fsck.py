@@ -1,0 +1,114 @@
+"""Integrity checks: every object and catalog node a commit or open session references."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from zarrlake.catalog import CommitRow
+from zarrlake.core import RepoCore
+from zarrlake.errors import CatalogError, ChunkCorruptionError, ObjectMissingError
+from zarrlake.maintenance.progress import progress_bar
+from zarrlake.maintenance.reach import hash_rows, reachable_from
+from zarrlake.maintenance.reports import FsckIssue, FsckReport
+from zarrlake.model import Shard
+from zarrlake.model.manifest import join_coords
+from zarrlake.objects import ObjectStore
+from zarrlake.types import ChunkCoords
+
+__all__ = ["fsck"]
+
+
+def _verify(objects: ObjectStore, h: bytes) -> str | None:
+    """``None`` if the object reads back with its hash, else the problem."""
+    try:
+        data = objects.read(h)
+    except ChunkCorruptionError:
+        return "corrupt_object"
+    except ObjectMissingError:
+        return "missing_object"
+    return None if hashlib.sha256(data).digest() == h else "corrupt_object"
+
+
+def _locate(
+    core: RepoCore, commits: Sequence[CommitRow], wanted: set[bytes]
+) -> dict[bytes, tuple[str, str, ChunkCoords | None]]:
+    """Where (commit, node path, chunk) each wanted object is referenced, newest first."""
+    found: dict[bytes, tuple[str, str, ChunkCoords | None]] = {}
+    seen_shards: set[bytes] = set()
+    reader = core.reader
+    for c in sorted(commits, key=lambda r: -r.generation):
+        if len(found) == len(wanted):
+            break
+        try:
+            root = reader.root(c.root_hash)
+        except CatalogError:
+            continue
+        for key, ref in root.raw.items():
+            if ref.hash in wanted and ref.hash not in found:
+                found[ref.hash] = (c.id, key, None)
+        for path, node in root.nodes.items():
+            if node.manifest is None:
+                continue
+            try:
+                index = reader.index(node.manifest)
+            except CatalogError:
+                continue
+            for pos, sh in index.shards.items():
+                if sh in seen_shards:
+                    continue
+                seen_shards.add(sh)
+                try:
+                    shard = reader.shard(sh)
+                except CatalogError:
+                    continue
+                for i, h in enumerate(_object_hashes_with_rows(shard)):
+                    if h in wanted and h not in found:
+                        flat = int(shard.flat[i])
+                        found[h] = (c.id, path, join_coords(pos, flat, index.shard_shape))
+    return found
+
+
+def _object_hashes_with_rows(shard: Shard) -> list[bytes | None]:
+    """Per row of a shard: its object hash, or ``None`` for inline chunks."""
+    kinds = shard.kinds.tolist()
+    return [h if k == 0 else None for h, k in zip(hash_rows(shard.hashes), kinds, strict=True)]
+
+
+def fsck(core: RepoCore, *, verify: bool, progress: bool | None) -> FsckReport:
+    """Check that every object and catalog node that a commit or open session references
+    exists (and, with ``verify``, that every object's bytes match its hash)."""
+    cat, objects = core.catalog, core.objects
+    staged_objects, staged_metas = cat.live_staged(core.repo_id)
+    commits = cat.all_commits(core.repo_id)
+    reach = reachable_from(core, commits, progress)
+    nodes = cat.blob_index(core.repo_id)
+    wanted_nodes = reach.nodes | staged_metas
+    issues = [
+        FsckIssue("missing_node", h.hex())
+        for h in sorted(wanted_nodes)
+        if h not in nodes or h in reach.missing
+    ]
+    with progress_bar(progress, None, "listing objects") as bar:
+        present: set[bytes] = set()
+        for info in objects.iter_objects():
+            present.add(info.hash)
+            bar.update(1)
+    reachable = reach.committed | staged_objects
+    problems = {h: "missing_object" for h in reachable if h not in present}
+    if verify:
+        todo = sorted(reachable & present)
+        with (
+            progress_bar(progress, len(todo), "verifying objects") as bar,
+            ThreadPoolExecutor(8) as pool,
+        ):
+            for h, problem in zip(todo, pool.map(lambda x: _verify(objects, x), todo), strict=True):
+                if problem is not None:
+                    problems[h] = problem
+                bar.update(1)
+    where = _locate(core, commits, set(problems)) if problems else {}
+    for h, kind in sorted(problems.items(), key=lambda kv: (kv[1], kv[0])):
+        commit, path, chunk = where.get(h, (None, None, None))
+        issues.append(FsckIssue(kind, h.hex(), commit, path, chunk))
+    return FsckReport(len(commits), len(reachable), len(wanted_nodes), verify, tuple(issues))

@@ -1,0 +1,158 @@
+"""Garbage collection: two-phase (mark, then sweep after a grace period), safe against
+sessions that write, or deduplicate against, the objects it is about to delete. The argument
+is written down in ``docs/history.md`` ("Garbage collection"); each step below names the part
+of it that it implements."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from datetime import timedelta
+
+from zarrlake.core import RepoCore
+from zarrlake.errors import InvalidInputError
+from zarrlake.faults import crash_point
+from zarrlake.maintenance.progress import progress_bar
+from zarrlake.maintenance.reach import live_set
+from zarrlake.maintenance.reports import GCReport
+from zarrlake.objects import ObjectStore
+
+__all__ = ["gc"]
+
+
+def _recently_touched(objects: ObjectStore, h: bytes, grace: float) -> bool:
+    """On local disk a write of an existing object refreshes its mtime: such an object was
+    just deduplicated against, and is kept (S3 skips the write and leaves no such trace)."""
+    if grace <= 0:
+        return False
+    touched = objects.modified_at(h)
+    return touched is not None and touched > time.time() - grace
+
+
+# -- gc ----------------------------------------------------------------------------------------
+
+
+_TEMP_FILE_AGE = 3600.0
+
+
+def gc(core: RepoCore, grace: timedelta, *, dry_run: bool, progress: bool | None) -> GCReport:
+    """Delete chunk objects and catalog nodes that no commit or open session reaches and that
+    were found unreachable at least ``grace`` ago (see ``Repo.gc``)."""
+    if not isinstance(grace, timedelta) or grace < timedelta(0):
+        raise InvalidInputError("grace must be a timedelta >= 0")
+    g = grace.total_seconds()
+    cat, objects, rid = core.catalog, core.objects, core.repo_id
+
+    # Phase 1, mark: record what is unreachable now, with the catalog's clock.
+    live = live_set(core, progress)
+    with progress_bar(progress, None, "listing objects") as bar:
+        listing: dict[bytes, int] = {}
+        for info in objects.iter_objects():
+            listing[info.hash] = info.size
+            bar.update(1)
+    nodes = cat.blob_index(rid)
+    dead_objects = {h: n for h, n in listing.items() if h not in live.objects}
+    dead_nodes = {h: n for h, (_, n) in nodes.items() if h not in live.nodes}
+    marks = {h: (state, at) for h, state, _, at in cat.gc_marks(rid, "object")}
+    node_marks = {h: at for h, _, _, at in cat.gc_marks(rid, "blob")}
+    if dry_run:
+        return _dry_run(core, g, dead_objects, dead_nodes, marks, node_marks)
+    cat.gc_mark(
+        rid,
+        [("object", h, n) for h, n in dead_objects.items() if h not in marks]
+        + [("blob", h, n) for h, n in dead_nodes.items() if h not in node_marks],
+    )
+    cat.gc_unmark(
+        rid,
+        "object",
+        [
+            h
+            for h, (s, _) in marks.items()
+            if s == "marked" and (h in live.objects or h not in listing)
+        ],
+    )
+    cat.gc_unmark(rid, "blob", [h for h in node_marks if h in live.nodes or h not in nodes])
+    crash_point("gc.marked")
+
+    # Phase 2, sweep objects: claim ripe marks (fenced against commits), then check liveness
+    # again, release what is in use, delete the rest and leave tombstones.
+    ripe = [h for h, _ in cat.gc_eligible(rid, "object", g) if not _recently_touched(objects, h, g)]
+    ripe_nodes = [h for h, _ in cat.gc_eligible(rid, "blob", g)]
+    run_id = "gc-" + secrets.token_hex(8)
+    claimed, taken = cat.gc_claim(rid, run_id, ripe, g)
+    crash_point("gc.claimed")
+    freed_objects = freed_object_bytes = 0
+    deleted_nodes: list[bytes] = []
+    if claimed or taken or ripe_nodes:
+        now_live = live_set(core, progress)
+        # Our own claims were made before now_live was read: anything in use shows in it. A
+        # claim taken over from another run may have been deleted by that run already, unless
+        # a commit uses it (commits after a claim are refused, so that commit predates it).
+        in_use = {h for h, _ in claimed if h in now_live.objects}
+        in_use |= {h for h, _ in taken if h in now_live.committed}
+        cat.gc_release(rid, run_id, sorted(in_use))
+        doomed = [(h, n) for h, n in claimed + taken if h not in in_use]
+        with progress_bar(progress, len(doomed), "gc: deleting objects") as bar:
+            for i in range(0, len(doomed), 256):
+                batch = doomed[i : i + 256]
+                for h, n in batch:
+                    objects.delete(h)
+                    if h in listing:
+                        freed_objects += 1
+                        freed_object_bytes += n
+                    crash_point("gc.delete")
+                    bar.update(1)
+                cat.gc_tombstone(rid, [h for h, _ in batch])
+        crash_point("gc.deleted")
+        # Catalog nodes: deleted only if not written again since marked (one statement).
+        cat.gc_unmark(rid, "blob", [h for h in ripe_nodes if h in now_live.nodes])
+        deleted_nodes = cat.gc_delete_blobs(
+            rid, [h for h in ripe_nodes if h not in now_live.nodes], g
+        )
+    cat.gc_purge_tombstones(rid)
+    # A writer writes a temporary file and renames it in milliseconds: one that is an hour old
+    # (or older than the grace) was left by a killed process.
+    objects.remove_stale_temporaries(time.time() - max(g, _TEMP_FILE_AGE))
+    node_bytes = sum(nodes.get(h, ("", 0))[1] for h in deleted_nodes)
+    return GCReport(
+        objects_deleted=freed_objects,
+        object_bytes_freed=freed_object_bytes,
+        nodes_deleted=len(deleted_nodes),
+        node_bytes_freed=node_bytes,
+        objects_pending=max(0, len(dead_objects) - freed_objects),
+        nodes_pending=max(0, len(dead_nodes) - len(deleted_nodes)),
+    )
+
+
+def _dry_run(
+    core: RepoCore,
+    g: float,
+    dead_objects: dict[bytes, int],
+    dead_nodes: dict[bytes, int],
+    marks: dict[bytes, tuple[str, float]],
+    node_marks: dict[bytes, float],
+) -> GCReport:
+    cutoff = core.catalog.clock() - g
+
+    def ripe(at: float | None) -> bool:
+        return g == 0 or (at is not None and at <= cutoff)
+
+    objs = {
+        h: n
+        for h, n in dead_objects.items()
+        if ripe(marks[h][1] if h in marks and marks[h][0] == "marked" else None)
+        and not _recently_touched(core.objects, h, g)
+    }
+    nodes = {h: n for h, n in dead_nodes.items() if ripe(node_marks.get(h))}
+    return GCReport(
+        objects_deleted=len(objs),
+        object_bytes_freed=sum(objs.values()),
+        nodes_deleted=len(nodes),
+        node_bytes_freed=sum(nodes.values()),
+        objects_pending=len(dead_objects) - len(objs),
+        nodes_pending=len(dead_nodes) - len(nodes),
+        dry_run=True,
+    )
+
+
+# -- expire ------------------------------------------------------------------------------------

@@ -1,0 +1,98 @@
+"""What every commit, ref and open session reaches: the live set of gc and fsck."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import cast
+
+import numpy as np
+
+from zarrlake.catalog import CommitRow
+from zarrlake.core import RepoCore
+from zarrlake.errors import CatalogError
+from zarrlake.maintenance.progress import progress_bar
+from zarrlake.model import ManifestIndex, Root, Shard
+
+__all__ = ["Reach", "hash_rows", "live_set", "object_hashes", "reachable_from"]
+
+
+def hash_rows(hashes: np.ndarray) -> list[bytes]:
+    """The rows of an ``n x 32`` uint8 array as ``bytes`` (a void view keeps trailing zeros)."""
+    rows = np.ascontiguousarray(hashes).view(np.dtype((np.void, 32))).ravel().tolist()
+    return cast(list[bytes], rows)
+
+
+def object_hashes(shard: Shard) -> list[bytes]:
+    return hash_rows(shard.hashes[shard.kinds == 0])
+
+
+@dataclass
+class Reach:
+    """Everything reachable from some commits and the open sessions."""
+
+    committed: set[bytes] = field(default_factory=set)  # chunk objects referenced by commits
+    staged: set[bytes] = field(default_factory=set)  # chunk objects staged by open sessions
+    nodes: set[bytes] = field(default_factory=set)  # catalog nodes referenced
+    missing: dict[bytes, str] = field(default_factory=dict)  # referenced nodes not found
+
+    @property
+    def objects(self) -> set[bytes]:
+        return self.committed | self.staged
+
+
+def _load(core: RepoCore, hashes: Iterable[bytes], kind: str, reach: Reach) -> Iterator[bytes]:
+    want = sorted(set(hashes))
+    found = core.catalog.get_blobs(core.repo_id, want) if want else {}
+    for h in want:
+        item = found.get(h)
+        if item is None:
+            reach.missing[h] = kind
+            continue
+        yield item[1]
+
+
+def reachable_from(core: RepoCore, commits: Sequence[CommitRow], show: bool | None) -> Reach:
+    """Walk roots, manifests and shards of ``commits`` (each distinct node once)."""
+    reach = Reach()
+    roots = {c.root_hash for c in commits}
+    reach.nodes |= roots | {c.changes_hash for c in commits if c.changes_hash is not None}
+    indexes: set[bytes] = set()
+    for data in _load(core, roots, "root", reach):
+        root = Root.decode(data)
+        for node in root.nodes.values():
+            reach.nodes.add(node.meta)
+            if node.manifest is not None:
+                indexes.add(node.manifest)
+        reach.committed.update(r.hash for r in root.raw.values() if r.inline is None)
+    reach.nodes |= indexes
+    shards: set[bytes] = set()
+    for data in _load(core, indexes, "index", reach):
+        shards.update(ManifestIndex.decode(data).shards.values())
+    reach.nodes |= shards
+    ordered = sorted(shards)
+    with progress_bar(show, len(ordered), "scanning manifests") as bar:
+        for i in range(0, len(ordered), 64):  # shards are large: a few at a time
+            for data in _load(core, ordered[i : i + 64], "shard", reach):
+                reach.committed.update(object_hashes(Shard.decode(data)))
+                bar.update(1)
+    return reach
+
+
+def live_set(core: RepoCore, show: bool | None) -> Reach:
+    """What gc must keep: everything reachable from every commit or an open session.
+
+    Staged rows are read before commits: a write staged after the first read is committed
+    (so seen by the second) or still staged (and then protected by the commit-side check).
+    """
+    staged_objects, staged_metas = core.catalog.live_staged(core.repo_id)
+    reach = reachable_from(core, core.catalog.all_commits(core.repo_id), show)
+    if reach.missing:
+        some = ", ".join(f"{k} {h.hex()[:12]}" for h, k in list(reach.missing.items())[:5])
+        raise CatalogError(
+            f"gc stopped before deleting anything: catalog nodes referenced by commits are "
+            f"missing ({some}); the live set cannot be known. Run repo.fsck()"
+        )
+    reach.staged |= staged_objects
+    reach.nodes |= staged_metas
+    return reach

@@ -1,0 +1,37 @@
+"""A snapshot reader over nodes not stored yet (a session's or merge's would-be commit)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from zarrlake.model.changes import SnapshotReader
+from zarrlake.model.manifest import ManifestIndex, Shard
+from zarrlake.model.metadata import NodeMeta
+
+__all__ = ["Overlay"]
+
+
+class Overlay:
+    """A snapshot reader that also knows nodes not yet stored (a session's would-be commit)."""
+
+    def __init__(self, reader: SnapshotReader, blobs: Mapping[bytes, tuple[str, bytes]]) -> None:
+        self.reader = reader
+        self.blobs = blobs
+
+    def meta_bytes(self, h: bytes) -> bytes:
+        found = self.blobs.get(h)
+        return found[1] if found is not None else self.reader.meta_bytes(h)
+
+    def node_meta(self, h: bytes) -> NodeMeta:
+        return self.reader.node_meta(h)
+
+    def index(self, h: bytes) -> ManifestIndex:
+        found = self.blobs.get(h)
+        return ManifestIndex.decode(found[1]) if found is not None else self.reader.index(h)
+
+    def shard(self, h: bytes) -> Shard:
+        found = self.blobs.get(h)
+        return Shard.decode(found[1]) if found is not None else self.reader.shard(h)
+
+    def prefetch_shards(self, hashes: Sequence[bytes]) -> None:
+        self.reader.prefetch_shards([h for h in hashes if h not in self.blobs])

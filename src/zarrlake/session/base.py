@@ -1,0 +1,271 @@
+"""What every session is: a view of one commit (plus, for writable sessions, staged changes)
+that a Zarr store reads through."""
+
+from __future__ import annotations
+
+import hashlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from zarrlake.catalog import CommitRow
+from zarrlake.core import RepoCore
+from zarrlake.errors import ChunkCorruptionError, ReadOnlyError
+from zarrlake.model import (
+    ChunkRef,
+    NodeMeta,
+    Root,
+    StagedNode,
+    StagedState,
+    build_snapshot,
+    iter_manifest,
+)
+from zarrlake.model.diff import Diff, diff_roots
+from zarrlake.model.manifest import split_coords
+from zarrlake.model.metadata import format_chunk_key, parse_chunk_key
+from zarrlake.model.overlay import Overlay
+from zarrlake.session.keys import Target, coords_key, key_coords, meta_path
+from zarrlake.store import LakeStore
+from zarrlake.types import ChunkCoords, RepoConfig, validate_key
+
+if TYPE_CHECKING:
+    from zarrlake.store import StoreSession
+
+__all__ = ["Session"]
+
+_READ_ONLY = (
+    "store was opened in read-only mode and does not support writing: this is a read-only "
+    "session; open one with repo.writable_session(branch)"
+)
+
+
+class Session(ABC):
+    """A unit of work on a branch (:class:`WritableSession`) or a fixed view of one commit
+    (:class:`ReadonlySession`). Both read through :attr:`store`."""
+
+    id: str | None
+    branch: str | None
+
+    def __init__(self, core: RepoCore, commit: str, base: CommitRow | None = None) -> None:
+        self._core = core
+        self.base_commit = commit
+        self._load_base(commit, base)
+
+    # -- description ---------------------------------------------------------------------------
+
+    @property
+    def config(self) -> RepoConfig:
+        """The configuration of the repo this session belongs to."""
+        return self._core.config
+
+    @property
+    @abstractmethod
+    def read_only(self) -> bool:
+        """Whether writes through this session are refused."""
+
+    @property
+    def store(self) -> LakeStore:
+        """A Zarr v3 store over this session. It pickles as configuration: unpickled in
+        another process, it joins the same session there (see ``docs/concepts.md``)."""
+        return LakeStore(self, read_only=self.read_only)
+
+    @abstractmethod
+    def opener(self) -> Callable[[], StoreSession]:
+        """A picklable callable that opens this session again, in any process."""
+
+    @property
+    def label(self) -> str:
+        """What a store's ``str`` shows: ``zarrlake://<repo>/<session or commit>``."""
+        return f"zarrlake://{self._core.name}/{self.id or self.base_commit}"
+
+    # -- the base commit -----------------------------------------------------------------------
+
+    def _load_base(self, commit: str, row: CommitRow | None = None) -> None:
+        reader = self._core.reader
+        if row is None or row.id != commit:
+            row, data = self._core.catalog.get_commit_and_blob(self._core.repo_id, commit)
+            if data is not None and not reader.has_root(row.root_hash):
+                reader.prime_root_bytes(row.root_hash, data)
+        self._base_root: Root = reader.root(row.root_hash)
+
+    # -- hooks of writable sessions (a read-only session has no staged changes) ---------------
+
+    def _node_state(self, path: str) -> tuple[bytes | None, bool]:
+        """(staged metadata hash, dropped) of a node."""
+        return None, False
+
+    def _staged_state(self) -> StagedState:
+        """Every change staged in this session, by any process."""
+        return StagedState()
+
+    def _retry_unknown_key(self, key: str) -> bool:
+        """``key`` matched no array: reload what other processes staged; retry if True."""
+        return False
+
+    def _staged_lookup(self, t: Target) -> tuple[bool, ChunkRef | None]:
+        """(found, ref) of a chunk or raw key among the staged changes."""
+        return False, None
+
+    def _before_read(self, t: Target) -> None:  # noqa: B027 - an optional hook
+        """Called before each read of a key (serializable sessions record it)."""
+
+    # -- view ----------------------------------------------------------------------------------
+
+    def _node_meta_hash(self, path: str) -> bytes | None:
+        meta, dropped = self._node_state(path)
+        if meta is not None:
+            return meta
+        if dropped:
+            return None
+        node = self._base_root.nodes.get(path)
+        return node.meta if node else None
+
+    def _node_meta(self, path: str) -> NodeMeta | None:
+        h = self._node_meta_hash(path)
+        return None if h is None else self._core.reader.node_meta(h)
+
+    def _find_array(self, key: str) -> tuple[str, ChunkCoords] | None:
+        cut = len(key)
+        while True:
+            cut = key.rfind("/", 0, cut)
+            path, rel = (key[:cut], key[cut + 1 :]) if cut >= 0 else ("", key)
+            nm = self._node_meta(path)
+            if nm is not None and nm.is_array:
+                coords = parse_chunk_key(rel, nm.encoding, nm.ndim)
+                if coords is not None:
+                    return path, coords
+            if cut < 0:
+                return None
+
+    def _target(self, key: str) -> Target:
+        validate_key(key)
+        mp = meta_path(key)
+        if mp is not None:
+            return Target("meta", mp, "")
+        found = self._find_array(key)
+        if found is None and self._retry_unknown_key(key):
+            found = self._find_array(key)
+        if found is None:
+            return Target("raw", "", key, key)
+        return Target("chunk", found[0], coords_key(found[1]), key)
+
+    def _base_ref(self, t: Target) -> ChunkRef | None:
+        if t.kind == "raw":
+            return self._base_root.raw.get(t.key)
+        node = self._base_root.nodes.get(t.path)
+        if node is None or node.manifest is None:
+            return None
+        reader = self._core.reader
+        index = reader.index(node.manifest)
+        coords = key_coords(t.key)
+        if len(coords) != len(index.shard_shape):
+            return None
+        pos, flat = split_coords(coords, index.shard_shape)
+        sh = index.shards.get(pos)
+        return None if sh is None else reader.shard(sh).get(flat)
+
+    def locate(self, key: str) -> bytes | ChunkRef | None:
+        """What ``key`` holds in this view: metadata bytes, a chunk ref, or ``None``."""
+        t = self._target(key)
+        self._before_read(t)
+        if t.kind == "meta":
+            h = self._node_meta_hash(t.path)
+            return None if h is None else self._core.reader.meta_bytes(h)
+        if t.kind == "chunk" and not self._in_grid(t):
+            return None
+        found, ref = self._staged_lookup(t)
+        return ref if found else self._base_ref(t)
+
+    def _in_grid(self, t: Target) -> bool:
+        nm = self._node_meta(t.path)
+        return nm is None or nm.in_grid(key_coords(t.key))
+
+    def read_ref(self, ref: ChunkRef, start: int | None = None, end: int | None = None) -> bytes:
+        """The bytes of a chunk ref (``[start, end)`` of them if given)."""
+        if ref.inline is not None:
+            if self._core.config.verify_reads and hashlib.sha256(ref.inline).digest() != ref.hash:
+                raise ChunkCorruptionError(
+                    f"inline chunk {ref.hash.hex()} does not match its hash; the catalog row is "
+                    "corrupt. Run repo.fsck(verify=True)"
+                )
+            return ref.inline[start:end] if start is not None or end is not None else ref.inline
+        return self._core.objects.read(ref.hash, start, end)
+
+    def iter_keys(self, prefix: str = "") -> Iterator[str]:
+        """Every key of the view under ``prefix`` (a plain string prefix, as zarr means it)."""
+        state = self._staged_state()
+        reader = self._core.reader
+        paths = set(self._base_root.nodes) | set(state.nodes)
+        for path in sorted(paths):
+            sn = state.nodes.get(path, StagedNode())
+            base = None if sn.dropped else self._base_root.nodes.get(path)
+            meta = sn.meta if sn.meta is not None else (base.meta if base else None)
+            if meta is None:
+                continue
+            node_prefix = f"{path}/" if path else ""
+            if not (node_prefix.startswith(prefix) or prefix.startswith(node_prefix)):
+                continue
+            mkey = node_prefix + "zarr.json"
+            if mkey.startswith(prefix):
+                yield mkey
+            nm = reader.node_meta(meta)
+            if not nm.is_array:
+                continue
+            coords: set[ChunkCoords] = set()
+            if (
+                base is not None
+                and base.manifest is not None
+                and reader.node_meta(base.meta).ndim == nm.ndim
+            ):
+                coords = {c for c, _ in iter_manifest(reader.index(base.manifest), reader)}
+            for c, ref in sn.chunks.items():
+                if ref is None:
+                    coords.discard(c)
+                else:
+                    coords.add(c)
+            for c in sorted(coords):
+                key = node_prefix + format_chunk_key(c, nm.encoding)
+                if key.startswith(prefix):
+                    yield key
+        raw = dict(self._base_root.raw)
+        for k, ref in state.raw.items():
+            if ref is None:
+                raw.pop(k, None)
+            else:
+                raw[k] = ref
+        yield from sorted(k for k in raw if k.startswith(prefix))
+
+    def status(self) -> Diff:
+        """The uncommitted changes against the base commit, as a :class:`Diff` (the diff that
+        committing now would record, before any rebase). Empty for read-only sessions."""
+        base = self.base_commit
+        state = self._staged_state()
+        if state.is_empty():
+            return Diff(before=base, after=base)
+        reader = self._core.reader
+        built = build_snapshot(self._base_root, state, reader)
+        return diff_roots(
+            self._base_root, built.root, Overlay(reader, built.blobs), labels=(base, "staged")
+        )
+
+    # -- writing (refused here; writable sessions override) ------------------------------------
+
+    async def write(self, key: str, data: bytes | memoryview) -> None:
+        """Stage ``data`` under ``key``."""
+        raise ReadOnlyError(_READ_ONLY)
+
+    async def delete(self, key: str) -> None:
+        """Stage the removal of ``key``."""
+        raise ReadOnlyError(_READ_ONLY)
+
+    async def delete_dir(self, prefix: str) -> None:
+        """Stage the removal of everything under a directory prefix."""
+        raise ReadOnlyError(_READ_ONLY)
+
+    def write_sync(self, key: str, data: bytes | memoryview) -> None:
+        """Synchronous version of :meth:`write`."""
+        raise ReadOnlyError(_READ_ONLY)
+
+    def delete_sync(self, key: str) -> None:
+        """Synchronous version of :meth:`delete`."""
+        raise ReadOnlyError(_READ_ONLY)

@@ -1,0 +1,249 @@
+"""Committing and rebasing a session's staged changes: conflict detection against what landed
+since the session's base, automatic rebase, and the retry loop around the commit transaction.
+
+Functions of explicit values (the core and a :class:`Staged` description), so the session
+object keeps its own state and this module needs none of it.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from zarrlake.catalog import CommitRow, StagedRow
+from zarrlake.core import BuiltCommit, RepoCore, publish_commit
+from zarrlake.errors import (
+    CommitTimeoutError,
+    Conflict,
+    ConflictError,
+    ConflictKind,
+    EmptyCommitError,
+    InvalidInputError,
+    SessionClosedError,
+)
+from zarrlake.model import (
+    ChangeSet,
+    ReadSet,
+    Root,
+    Solver,
+    StagedState,
+    changes_from_staged,
+    detect_conflicts,
+    rebase_staged,
+)
+from zarrlake.session.keys import coords_key, key_coords
+
+__all__ = ["Staged", "check_idempotency_key", "commit_staged", "rebase_onto"]
+
+_MAX_KEY = 256
+
+ReadSetLoader = Callable[[], tuple[ReadSet | None, frozenset[str] | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Staged:
+    """What a session is committing: its identity, base, and staged changes."""
+
+    session_id: str
+    branch: str
+    author: str
+    base_commit: str
+    base_root: Root
+    state: StagedState
+    read_set: ReadSetLoader  # (nodes, raw keys) a serializable session read; else (None, None)
+
+
+def check_idempotency_key(key: object) -> str | None:
+    if key is None:
+        return None
+    if not isinstance(key, str) or not key or len(key) > _MAX_KEY:
+        raise InvalidInputError(
+            f"idempotency_key must be a non-empty string of at most {_MAX_KEY} characters"
+        )
+    if any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF for c in key):
+        raise InvalidInputError("idempotency_key must not contain control characters or surrogates")
+    return key
+
+
+def load_read_set(core: RepoCore, session_id: str) -> tuple[ReadSet, frozenset[str]]:
+    """What a serializable session recorded as read (durable reads only)."""
+    items = core.catalog.load_reads(session_id)
+    raw = frozenset(k[4:] for _, k in items if k.startswith("raw:"))
+    nodes = frozenset(
+        (p, key_coords(k) if k else None) for p, k in items if not k.startswith("raw:")
+    )
+    return nodes, raw
+
+
+def _head_row(core: RepoCore, s: Staged) -> CommitRow:
+    row = core.catalog.branch_head(core.repo_id, s.branch)
+    if row is None:
+        raise SessionClosedError(f"branch {s.branch!r} of session {s.session_id} no longer exists")
+    return row
+
+
+def _their_changes(core: RepoCore, base: str, head: str) -> list[tuple[str, ChangeSet]] | None:
+    between = core.catalog.commits_between(core.repo_id, base, head)
+    if between is None:
+        return None
+    reader = core.reader
+    return [
+        (c.id, reader.changes(c.changes_hash) if c.changes_hash else ChangeSet()) for c in between
+    ]
+
+
+def conflicts_with(core: RepoCore, s: Staged, head: str) -> list[Conflict]:
+    """Every conflict between the staged changes and the commits since the session's base."""
+    theirs = _their_changes(core, s.base_commit, head)
+    if theirs is None:
+        return [
+            Conflict(
+                ConflictKind.HISTORY,
+                "",
+                None,
+                head,
+                f"branch {s.branch!r} was reset and no longer contains base commit {s.base_commit}",
+            )
+        ]
+    ours = changes_from_staged(s.base_root, s.state, core.reader)
+    return detect_conflicts(ours, theirs, *s.read_set())
+
+
+def _refuse(solver: Solver, conflicts: list[Conflict]) -> bool:
+    return bool(conflicts) and (
+        solver == "fail" or any(c.kind == ConflictKind.HISTORY for c in conflicts)
+    )
+
+
+def recorded_commit(core: RepoCore, s: Staged, key: str) -> str | None:
+    """If a commit with idempotency ``key`` is on the branch, close the session as committed
+    by it (in the catalog) and return its id."""
+    found = core.catalog.recorded_key(core.repo_id, s.branch, key)
+    if found is not None:
+        core.catalog.update_session(s.session_id, status="committed", commit_id=found)
+    return found
+
+
+def commit_staged(
+    core: RepoCore,
+    s: Staged,
+    message: str,
+    *,
+    metadata: dict[str, Any],
+    allow_empty: bool,
+    solver: Solver,
+    timeout: float,
+    idempotency_key: str | None,
+) -> BuiltCommit:
+    """Commit ``s`` on its branch, rebasing over non-conflicting commits until ``timeout``."""
+    deadline = time.monotonic() + timeout
+    attempt = 0
+    while True:
+        head_row = _head_row(core, s)
+        head = head_row.id
+        staged = s.state
+        extra: dict[bytes, tuple[str, bytes]] = {}
+        head_root = core.reader.root(head_row.root_hash)
+        if head != s.base_commit:
+            conflicts = conflicts_with(core, s, head)
+            if _refuse(solver, conflicts):
+                raise ConflictError(
+                    f"cannot commit session {s.session_id} to {s.branch!r}: it conflicts with "
+                    f"commits made since its base {s.base_commit[:10]}. Resolve with "
+                    "session.rebase('ours'|'theirs'), or abandon the session",
+                    conflicts,
+                )
+            staged, extra = rebase_staged(
+                s.state, s.base_root, head_root, conflicts, solver, core.reader
+            )
+        try:
+            built = publish_commit(
+                core,
+                branch=s.branch,
+                head=head_row,
+                head_root=head_root,
+                staged=staged,
+                extra_blobs=extra,
+                parents=(head, None),
+                generation=head_row.generation + 1,
+                author=s.author,
+                message=message,
+                metadata=metadata,
+                allow_empty=allow_empty,
+                empty_message=f"session {s.session_id} changes nothing against {s.branch!r} "
+                "(allow_empty=True records it anyway)",
+                session_id=s.session_id,
+                idempotency_key=idempotency_key,
+            )
+        except EmptyCommitError:
+            # a retry of a commit that landed meanwhile changes nothing: its key decides
+            if idempotency_key is not None:
+                found = recorded_commit(core, s, idempotency_key)
+                if found is not None:
+                    return BuiltCommit(found, None)
+            raise
+        if built is not None:
+            return built
+        attempt += 1
+        if idempotency_key is not None:
+            found = recorded_commit(core, s, idempotency_key)
+            if found is not None:  # a racing commit with the same key won
+                return BuiltCommit(found, None)
+        if time.monotonic() >= deadline:
+            raise CommitTimeoutError(
+                f"commit of session {s.session_id} lost the race for {s.branch!r} {attempt} "
+                f"times in {timeout:.0f} s; try again or raise the timeout",
+                branch=s.branch,
+                attempts=attempt,
+                timeout=timeout,
+            )
+        time.sleep(random.uniform(0, min(0.25, 0.002 * 2 ** min(attempt, 8))))
+
+
+def rebase_onto(core: RepoCore, s: Staged, solver: Solver) -> str:
+    """Record in the catalog ``s``'s staged changes rebased onto its branch's head; returns
+    the new base commit (the session then reloads its view)."""
+    head_row = _head_row(core, s)
+    head = head_row.id
+    if head == s.base_commit:
+        return head
+    conflicts = conflicts_with(core, s, head)
+    if _refuse(solver, conflicts):
+        raise ConflictError(f"cannot rebase session {s.session_id} onto {head[:10]}", conflicts)
+    head_root = core.reader.root(head_row.root_hash)
+    new_state, extra = rebase_staged(
+        s.state, s.base_root, head_root, conflicts, solver, core.reader
+    )
+    if extra:
+        core.catalog.put_blobs(core.repo_id, extra)
+    core.catalog.replace_staged(s.session_id, list(state_rows(new_state)), head)
+    return head
+
+
+def state_rows(state: StagedState) -> Iterable[StagedRow]:
+    """The catalog rows that stage ``state``."""
+    for path, sn in state.nodes.items():
+        if sn.dropped:
+            yield StagedRow(path, "drop", "", None, 0, None)
+        if sn.meta is not None:
+            yield StagedRow(path, "meta", "", sn.meta, 0, None)
+        for coords, ref in sn.chunks.items():
+            if ref is None:
+                yield StagedRow(path, "chunk", coords_key(coords), None, 0, None)
+            else:
+                yield StagedRow(path, "chunk", coords_key(coords), ref.hash, ref.length, ref.inline)
+    for key, ref in state.raw.items():
+        if ref is None:
+            yield StagedRow("", "raw", key, None, 0, None)
+        else:
+            yield StagedRow("", "raw", key, ref.hash, ref.length, ref.inline)
+
+
+def has_objects(state: StagedState) -> bool:
+    """Whether any staged ref names an object in the object store (not inline bytes)."""
+    refs = [r for sn in state.nodes.values() for r in sn.chunks.values()]
+    refs.extend(state.raw.values())
+    return any(r is not None and r.inline is None for r in refs)

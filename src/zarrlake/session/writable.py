@@ -1,0 +1,535 @@
+"""The writable session: stages writes in the catalog, and commits them atomically."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from zarrlake.catalog import CommitRow, SessionRow, StagedRow
+from zarrlake.core import RepoCore
+from zarrlake.errors import (
+    EmptyCommitError,
+    InvalidInputError,
+    InvalidKeyError,
+    SessionClosedError,
+    SessionExpiredError,
+)
+from zarrlake.faults import crash_point
+from zarrlake.model import (
+    ChunkRef,
+    ReadSet,
+    Root,
+    StagedState,
+    check_solver,
+    content_hash,
+    parse_node_meta,
+)
+from zarrlake.model.manifest import INLINE_LIMIT
+from zarrlake.session.base import Session
+from zarrlake.session.committer import (
+    Staged,
+    check_idempotency_key,
+    commit_staged,
+    has_objects,
+    load_read_set,
+    rebase_onto,
+    recorded_commit,
+)
+from zarrlake.session.keys import Target, could_be_chunk_key, key_coords, row_ref, under
+from zarrlake.session.opener import SessionOpener
+from zarrlake.session.ops import DropNode, Op, PutRow, RecordRead
+from zarrlake.session.stager import Stager
+from zarrlake.types import from_epoch, validate_metadata, validate_text
+
+if TYPE_CHECKING:
+    from zarrlake.model import Solver
+    from zarrlake.store import StoreSession
+
+__all__ = ["DEFAULT_EXPIRY", "MAX_EXPIRY", "WritableSession"]
+
+MAX_EXPIRY = timedelta(days=7)
+DEFAULT_EXPIRY = timedelta(hours=24)
+
+
+class WritableSession(Session):
+    """A unit of work on a branch: reads its base commit plus its staged changes (its own and
+    those of the other processes cooperating on it), stages writes in the catalog, and commits
+    them atomically.
+
+    Create with :meth:`Repo.writable_session`, or join from another process with
+    :meth:`Repo.session`. Writes made in the process that created the session are staged
+    write-behind (``commit()`` waits for them); writes made through a joined session are
+    durable in the catalog when the call that made them returns, so a task that wrote through
+    it has finished its writes when it finishes.
+    """
+
+    def __init__(
+        self,
+        core: RepoCore,
+        row: SessionRow,
+        *,
+        base: CommitRow | None = None,
+        created_here: bool,
+    ) -> None:
+        self.id: str = row.id
+        self.branch: str = row.branch
+        self.isolation: str = row.isolation
+        self._row = row
+        self._committed: str | None = None
+        self._closed: str | None = None  # "committed" | "abandoned" once this process closed it
+        self.durable = not created_here
+        self._lock = threading.RLock()
+        self._local: dict[tuple[str, str, str], StagedRow] = {}
+        # node-level staged state: this process's own (authoritative for it, includes writes not
+        # yet durable) and the cooperating processes' (as last loaded from the catalog)
+        self._metas_local: dict[str, tuple[bytes | None, bool]] = {}
+        self._metas: dict[str, tuple[bytes | None, bool]] = {}
+        # when this process's node writes became durable, on a counter that refreshes compare
+        # against (a refresh must not replace a write that landed after its query)
+        self._epoch = 0
+        self._done_at: dict[str, int] = {}
+        self._reads: set[tuple[str, str]] = set()
+        self._stager = Stager(core.catalog, row.id)
+        super().__init__(core, row.base_commit, base)
+        if not created_here:  # a session this process just created has nothing staged yet
+            self._refresh_metas()
+
+    # -- description ---------------------------------------------------------------------------
+
+    @property
+    def read_only(self) -> bool:
+        return False
+
+    @property
+    def closed(self) -> str | None:
+        """``None`` while open; ``"committed"`` or ``"abandoned"`` once this process closed it."""
+        return self._closed
+
+    @property
+    def committed_as(self) -> str | None:
+        """The commit this session became, once committed."""
+        return self._committed
+
+    @property
+    def expires_at(self) -> datetime:
+        return from_epoch(self._row.expires_at)
+
+    @property
+    def created_at(self) -> datetime:
+        return from_epoch(self._row.created_at)
+
+    @property
+    def author(self) -> str:
+        return self._row.author
+
+    def opener(self) -> Callable[[], StoreSession]:
+        return SessionOpener(self.config, session_id=self.id)
+
+    def __repr__(self) -> str:
+        state = (
+            f"committed as {self._committed[:10]}" if self._committed else (self._closed or "open")
+        )
+        return (
+            f"<WritableSession {self.id} branch={self.branch!r} base={self.base_commit[:10]} "
+            f"{state} expires={self.expires_at.isoformat(timespec='seconds')}>"
+        )
+
+    # -- the staged view -----------------------------------------------------------------------
+
+    def _open(self) -> bool:
+        return self._closed is None
+
+    def _refresh_metas(self) -> None:
+        """Load the node-level staged changes of every cooperating process."""
+        start = self._epoch
+        rows = self._core.catalog.load_staged(self.id, kinds=("meta", "drop"))
+        metas: dict[str, tuple[bytes | None, bool]] = {}
+        for r in rows:
+            meta, dropped = metas.get(r.path, (None, False))
+            if r.kind == "drop":
+                dropped = True
+            else:
+                meta = r.hash
+            metas[r.path] = (meta, dropped)
+        with self._lock:
+            for path, done in self._done_at.items():
+                if done >= start:  # our write landed after the query read: ours is newer
+                    if path in self._metas:
+                        metas[path] = self._metas[path]
+                    else:
+                        metas.pop(path, None)
+            self._metas = metas
+
+    def _refresh_node(self, path: str) -> None:
+        """Reload one node's staged metadata: another process of the session may have changed
+        it (read-uncommitted inside a session). This process's unflushed writes still win."""
+        start = self._epoch
+        found = self._core.catalog.get_staged(self.id, path, ("meta",), "")
+        meta = found["meta"].hash if "meta" in found else None
+        state = (meta, "drop" in found)
+        with self._lock:
+            if self._done_at.get(path, -1) >= start:
+                return  # our own write landed after the query read: what we hold is newer
+            if state == (None, False):
+                self._metas.pop(path, None)
+            else:
+                self._metas[path] = state
+
+    def _node_state(self, path: str) -> tuple[bytes | None, bool]:
+        found = self._metas_local.get(path)
+        return found if found is not None else self._metas.get(path, (None, False))
+
+    def _retry_unknown_key(self, key: str) -> bool:
+        if not (self._open() and could_be_chunk_key(key)):
+            return False
+        self._refresh_metas()  # another process may have created the array meanwhile
+        return True
+
+    def _staged_lookup(self, t: Target) -> tuple[bool, ChunkRef | None]:
+        if not self._open():
+            return False, None
+        local = self._local.get((t.path, t.kind, t.key))
+        if local is not None:
+            return True, row_ref(local)
+        # a chunk may have been staged raw, written before its array existed
+        raw_key = t.store_key if t.kind == "chunk" else None
+        if raw_key is not None and (raw := self._local.get(("", "raw", raw_key))) is not None:
+            return True, row_ref(raw)
+        found = self._core.catalog.get_staged(self.id, t.path, (t.kind,), t.key, raw_key)
+        if t.kind in found:
+            return True, row_ref(found[t.kind])
+        if "drop" in found or self._node_state(t.path)[1]:
+            return True, None
+        if "raw" in found:
+            return True, row_ref(found["raw"])
+        return False, None
+
+    def _before_read(self, t: Target) -> None:
+        if self.isolation == "serializable":
+            # key "" is a node's metadata, "i,j" a chunk, "raw:<key>" a non-Zarr key
+            self._reads.add(("", "raw:" + t.key) if t.kind == "raw" else (t.path, t.key))
+        if t.kind == "meta" and self._open():
+            self._refresh_node(t.path)
+
+    def _staged_state(self) -> StagedState:
+        state = StagedState()
+        if not self._open():
+            return state
+        self._stager.flush()
+        for r in self._core.catalog.load_staged(self.id):
+            if r.kind == "raw":
+                state.raw[r.key] = row_ref(r)
+                continue
+            sn = state.node(r.path)
+            if r.kind == "drop":
+                sn.dropped = True
+            elif r.kind == "meta":
+                sn.meta = r.hash
+            else:
+                sn.chunks[key_coords(r.key)] = row_ref(r)
+        return state
+
+    @property
+    def has_changes(self) -> bool:
+        return not self._staged_state().is_empty()
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def check_writable(self) -> None:
+        """Raise unless this session can stage writes now (open, not expired)."""
+        if self._closed is not None:
+            what = f"committed as {self._committed}" if self._committed else self._closed
+            raise SessionClosedError(f"session {self.id} was {what}; open a new writable session")
+        if time.time() >= self._row.expires_at:
+            # Our copy of the row may be stale (another process extended the session), and
+            # only the catalog's clock decides.
+            self._row = self._core.catalog.get_session(self.id)
+        if self._row.status != "open":
+            raise SessionClosedError(f"session {self.id} is {self._row.status}; open a new session")
+        if (
+            time.time() >= self._row.expires_at
+            and self._core.catalog.clock() >= self._row.expires_at
+        ):
+            raise SessionExpiredError(
+                f"session {self.id} expired at {from_epoch(self._row.expires_at).isoformat()}; "
+                "its writes can no longer be staged or committed. Open a new session "
+                "(and extend long-running ones with session.extend())"
+            )
+
+    def _prepare_write(self, key: str, data: bytes | memoryview) -> Op:
+        """Hash ``data`` and store its object; return what to stage (runs in a worker thread)."""
+        self.check_writable()
+        t = self._target(key)
+        if t.kind == "meta":
+            doc = bytes(data)
+            parse_node_meta(doc, strict=self._core.strict_metadata)
+            return PutRow(StagedRow(t.path, "meta", "", content_hash(doc), len(doc), None), doc)
+        if t.kind == "chunk":
+            self._check_chunk(t, len(data))
+        h = hashlib.sha256(data).digest()
+        if len(data) <= INLINE_LIMIT:
+            return PutRow(StagedRow(t.path, t.kind, t.key, h, len(data), bytes(data)))
+        self._core.objects.write(h, data)
+        crash_point("object.written")
+        return PutRow(StagedRow(t.path, t.kind, t.key, h, len(data), None))
+
+    def _check_chunk(self, t: Target, size: int) -> None:
+        nm = self._node_meta(t.path)
+        if nm is None:
+            return
+        coords = key_coords(t.key)
+        if not nm.in_grid(coords):
+            raise InvalidKeyError(
+                f"chunk key {t.store_key!r} is outside the chunk grid {nm.grid_shape} of array "
+                f"{t.path or '/'!r}"
+            )
+        if nm.chunk_nbytes is not None and size != nm.chunk_nbytes:
+            raise InvalidInputError(
+                f"chunk {t.store_key!r} is {size} bytes; array {t.path or '/'!r} stores "
+                f"uncompressed chunks of exactly {nm.chunk_nbytes} bytes"
+            )
+
+    def _prepare_delete(self, key: str) -> Op:
+        self.check_writable()
+        t = self._target(key)
+        if t.kind == "meta":
+            return DropNode(t.path)
+        return PutRow(StagedRow(t.path, t.kind, t.key, None, 0, None))
+
+    def _prepare_delete_dir(self, prefix: str) -> list[Op]:
+        """Stage removal of everything under a directory prefix (nodes are dropped whole)."""
+        self.check_writable()
+        prefix = prefix.rstrip("/")
+        ops: list[Op] = []
+        state = self._staged_state()
+        paths = set(self._base_root.nodes) | {p for p, sn in state.nodes.items() if sn.meta}
+        for path in sorted(paths):
+            if under(path, prefix) and self._node_meta_hash(path) is not None:
+                ops.append(DropNode(path))
+        dropped = {op.path for op in ops if isinstance(op, DropNode)}
+        for key in self.iter_keys(f"{prefix}/" if prefix else ""):
+            t = self._target(key)
+            if t.kind == "meta" or (t.kind == "chunk" and t.path in dropped):
+                continue
+            ops.append(PutRow(StagedRow(t.path, t.kind, t.key, None, 0, None)))
+        return ops
+
+    def _submit(self, op: Op) -> Future[None]:
+        """Queue an operation: visible in this process at once; the future resolves once it
+        is durable in the catalog (visible to every process of the session)."""
+        self._stager.wait_room()
+        with self._lock:
+            fut = self._stager.submit(op)
+            if isinstance(op, DropNode):
+                prefix = f"{op.path}/" if op.path else ""
+                for k in [
+                    k
+                    for k in self._local
+                    if (k[0] == op.path and k[1] in ("meta", "chunk"))
+                    or (k[1] == "raw" and k[2].startswith(prefix))
+                ]:
+                    del self._local[k]
+                self._set_local_meta(fut, op.path, (None, True))
+            elif isinstance(op, PutRow):
+                row = op.row
+                self._local[(row.path, row.kind, row.key)] = row
+                if row.kind == "meta" and op.doc is not None and row.hash is not None:
+                    self._core.reader.prime(row.hash, "meta", op.doc)
+                    self._set_local_meta(fut, row.path, (row.hash, self._node_state(row.path)[1]))
+        return fut
+
+    def _set_local_meta(
+        self, fut: Future[None], path: str, state: tuple[bytes | None, bool]
+    ) -> None:
+        """Record a node change of this process: authoritative here until it is durable; from
+        then on the catalog is (another process of the session may overwrite it)."""
+        self._metas_local[path] = state
+
+        def done(f: Future[None]) -> None:
+            if f.exception() is not None:
+                return
+            with self._lock:
+                if self._metas_local.get(path) == state:
+                    del self._metas_local[path]
+                    self._metas[path] = state
+                    # a refresh whose query ran before this write landed must not undo it
+                    self._done_at[path] = self._epoch
+                    self._epoch += 1
+
+        fut.add_done_callback(done)
+
+    async def _stage(self, ops: list[Op]) -> None:
+        futures = [self._submit(op) for op in ops]
+        if self.durable:
+            await asyncio.gather(*(asyncio.wrap_future(f) for f in futures))
+
+    async def write(self, key: str, data: bytes | memoryview) -> None:
+        await self._stage([await asyncio.to_thread(self._prepare_write, key, data)])
+
+    async def delete(self, key: str) -> None:
+        await self._stage([await asyncio.to_thread(self._prepare_delete, key)])
+
+    async def delete_dir(self, prefix: str) -> None:
+        await self._stage(await asyncio.to_thread(self._prepare_delete_dir, prefix))
+
+    def write_sync(self, key: str, data: bytes | memoryview) -> None:
+        fut = self._submit(self._prepare_write(key, data))
+        if self.durable:
+            fut.result()
+
+    def delete_sync(self, key: str) -> None:
+        fut = self._submit(self._prepare_delete(key))
+        if self.durable:
+            fut.result()
+
+    def flush(self) -> None:
+        """Wait until every write (and, for serializable sessions, every read) this process
+        made through the session is durable in the catalog and visible to other processes.
+
+        Raises the error of any write that could not be staged (e.g. the session expired).
+        """
+        if self._closed is not None:
+            return
+        with self._lock:
+            reads, self._reads = self._reads, set()
+        for path, key in sorted(reads):
+            self._stager.submit(RecordRead(path, key))
+        self._stager.flush()
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def _require_open(self) -> SessionRow:
+        if self._closed is not None:
+            what = f"committed as {self._committed}" if self._committed else self._closed
+            raise SessionClosedError(f"session {self.id} was already {what}; open a new session")
+        return self._row
+
+    def extend(self, by: timedelta = DEFAULT_EXPIRY) -> datetime:
+        """Push the expiry to ``now + by`` (never past 7 days after creation); returns it."""
+        self._require_open()
+        if not isinstance(by, timedelta) or by.total_seconds() <= 0:
+            raise InvalidInputError("extend(by=...) takes a positive timedelta")
+        self._row = self._core.catalog.update_session(
+            self.id, extend_by=by.total_seconds(), max_life=MAX_EXPIRY.total_seconds()
+        )
+        return from_epoch(self._row.expires_at)
+
+    def abandon(self) -> None:
+        """Discard the session's staged changes and close it."""
+        self._require_open()
+        self._row = self._core.catalog.update_session(self.id, status="abandoned")
+        self._closed = "abandoned"
+        self._local.clear()
+        self._metas, self._metas_local = {}, {}
+
+    def commit(
+        self,
+        message: str,
+        *,
+        metadata: dict[str, Any] | None = None,
+        allow_empty: bool = False,
+        solver: Solver = "fail",
+        timeout: float = 120.0,
+        idempotency_key: str | None = None,
+    ) -> str:
+        """Commit the staged changes to the session's branch; return the new commit id.
+
+        When other commits landed on the branch since the session's base, the changes are
+        rebased onto them automatically unless they conflict; conflicts raise
+        :class:`ConflictError` (or are resolved by ``solver="ours"|"theirs"``), and the session
+        stays open. Retries with jittered backoff until ``timeout`` seconds have passed.
+
+        ``idempotency_key`` makes the commit happen at most once per branch: if a commit with
+        that key is already on the branch, the session is closed and that commit's id is
+        returned without committing again (decided inside the commit transaction, so two
+        racing commits with one key make one commit). Use it for retried jobs.
+        """
+        self._require_open()
+        validate_text(message, "commit message")
+        metadata = validate_metadata(metadata)
+        solver = check_solver(solver)
+        key = check_idempotency_key(idempotency_key)
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0:
+            raise InvalidInputError(f"timeout must be a number of seconds >= 0, got {timeout!r}")
+        self.check_writable()
+        self.flush()
+        staged = self._staged()
+        if key is not None and (found := recorded_commit(self._core, staged, key)) is not None:
+            self._mark_committed(found)
+            return found
+        if staged.state.is_empty() and not allow_empty:
+            raise EmptyCommitError(
+                f"session {self.id} has no changes to commit (allow_empty=True records one anyway)"
+            )
+        if has_objects(staged.state):  # inline chunks and metadata live in the catalog
+            self._core.objects.sync()
+        crash_point("commit.synced")
+        built = commit_staged(
+            self._core,
+            staged,
+            message,
+            metadata=metadata,
+            allow_empty=allow_empty,
+            solver=solver,
+            timeout=float(timeout),
+            idempotency_key=key,
+        )
+        crash_point("commit.done")
+        self._mark_committed(built.id, built.root)
+        return built.id
+
+    def rebase(self, solver: Solver = "fail") -> str:
+        """Move the session's base to its branch's head, keeping its staged changes.
+
+        With ``solver="fail"`` conflicts raise :class:`ConflictError`; ``"ours"`` keeps this
+        session's conflicting changes, ``"theirs"`` drops them. Returns the new base commit.
+        """
+        self._require_open()
+        solver = check_solver(solver)
+        self.check_writable()
+        head = rebase_onto(self._core, self._staged(), solver)
+        if head != self.base_commit:
+            with self._lock:
+                self.base_commit = head
+                self._load_base(head)
+                self._local.clear()
+                self._metas_local = {}
+                self._reads.clear()
+            self._refresh_metas()
+        return head
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _read_set(self) -> tuple[ReadSet | None, frozenset[str] | None]:
+        if self.isolation != "serializable":
+            return None, None
+        self.flush()
+        return load_read_set(self._core, self.id)
+
+    def _staged(self) -> Staged:
+        return Staged(
+            self.id,
+            self.branch,
+            self._row.author,
+            self.base_commit,
+            self._base_root,
+            self._staged_state(),
+            self._read_set,
+        )
+
+    def _mark_committed(self, commit: str, root: Root | None = None) -> None:
+        self._committed = commit
+        self._closed = "committed"
+        self.base_commit = commit
+        if root is not None:
+            self._base_root = root
+        else:
+            self._load_base(commit)
+        self._local.clear()
+        self._metas, self._metas_local = {}, {}

@@ -1,0 +1,172 @@
+"""Reading: open a group of a repo as a Dataset, and the history of a Dataset's data."""
+
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+import xarray as xr
+
+from zarrlake.errors import (
+    InvalidInputError,
+    NotFoundError,
+)
+from zarrlake.model.diff import Diff
+from zarrlake.repo import Repo
+from zarrlake.session import Session
+from zarrlake.types import CommitInfo
+from zarrlake.xarray.provenance import (
+    Provenance,
+    meta_key,
+    normalize_group,
+    provenance,
+    with_provenance,
+)
+
+__all__ = ["branch", "checkout", "diff", "log", "open_dataset", "status"]
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+def open_dataset(
+    repo: Repo,
+    ref: str | datetime | None = None,
+    *,
+    group: str | None = None,
+    branch: str | None = None,
+    session: Session | None = None,
+    **kwargs: Any,
+) -> xr.Dataset:
+    """Open one group of a repo as an xarray Dataset that remembers where it came from.
+
+    Parameters
+    ----------
+    repo
+        The repo.
+    ref
+        A branch, tag, commit id (or unique prefix), or a ``datetime``: the head ``branch``
+        had at that time. Default: the head of ``branch`` (default ``"main"``).
+    group
+        The group path (default: the root group).
+    branch
+        The branch to read (instead of ``ref``), or the branch a ``datetime`` refers to.
+    session
+        Read through an open session instead (a writable one shows its staged writes).
+    **kwargs
+        Passed to :func:`xarray.open_zarr` (``chunks=``, ``decode_times=``, ...). By default
+        variables are lazy dask arrays with the stored chunks, as with ``open_zarr``.
+
+    Returns
+    -------
+    xarray.Dataset
+        With its :class:`Provenance` in ``ds.encoding["zarrlake"]``.
+    """
+    if not isinstance(repo, Repo):
+        raise InvalidInputError(
+            f"open_dataset takes a zarrlake.Repo, got {type(repo).__name__}; "
+            "open one with zarrlake.Repo.open(...)"
+        )
+    group = normalize_group(group)
+    if session is not None:
+        if ref is not None or branch is not None:
+            raise InvalidInputError("give either session= or a ref/branch, not both")
+        if session.config != repo.config:
+            raise InvalidInputError(f"session {session.id} belongs to another repo")
+        s = session
+    elif isinstance(ref, datetime):
+        branch = branch or "main"
+        s = repo.readonly_session(branch=branch, as_of=ref)
+    elif ref is not None and branch is not None:
+        raise InvalidInputError("give either ref= or branch=, not both")
+    else:
+        name = branch or ref or "main"
+        if name in repo.branches():
+            branch = name
+            s = repo.readonly_session(branch=name)
+        else:
+            s = repo.readonly_session(name)
+    if s.locate(meta_key(group)) is None:
+        where = f"session {s.id}" if session is not None else f"commit {s.base_commit[:10]}"
+        raise NotFoundError(f"no group {group or '/'!r} in {where} of repo {repo.name!r}")
+    writable = not s.read_only
+    store = s.store.with_read_only(True)
+    kwargs.setdefault("consolidated", False)
+    kwargs.setdefault("zarr_format", 3)
+    ds = xr.open_zarr(store, group=group, **kwargs)
+    prov = Provenance(
+        config=repo.config,
+        group=group,
+        commit=s.base_commit,
+        branch=s.branch,
+        session=s.id if writable else None,
+    )
+    return with_provenance(ds, prov)
+
+
+def checkout(ds: xr.Dataset, ref: str | datetime, **kwargs: Any) -> xr.Dataset:
+    """The same group as ``ds`` at another commit, branch, tag or point in time.
+
+    A ``datetime`` means the head that the Dataset's branch (default ``"main"``) had then.
+    ``kwargs`` go to :func:`open_dataset`.
+    """
+    prov = provenance(ds)
+    if isinstance(ref, datetime):
+        kwargs.setdefault("branch", prov.branch or "main")
+    return open_dataset(prov.repo, ref, group=prov.group, **kwargs)
+
+
+def log(ds: xr.Dataset, ref: str | None = None, *, limit: int | None = None) -> list[CommitInfo]:
+    """The history of the Dataset's data: commits reachable from the commit it was read at
+    (or from ``ref``), newest first."""
+    prov = provenance(ds)
+    return prov.repo.log(ref or prov.commit, limit)
+
+
+def branch(ds: xr.Dataset, name: str) -> xr.Dataset:
+    """Create branch ``name`` at the Dataset's commit; return the Dataset, now on that branch
+    (its next :func:`commit` goes there)."""
+    prov = provenance(ds)
+    prov.repo.create_branch(name, prov.commit)
+    return with_provenance(ds.copy(deep=False), replace(prov, branch=name, session=None))
+
+
+def diff(ds: xr.Dataset, other: xr.Dataset | str) -> Diff:
+    """What changed in the Dataset's group (and below) from the commit it was read at to
+    ``other``: a Dataset of the same repo, or a branch, tag or commit."""
+    prov = provenance(ds)
+    if isinstance(other, xr.Dataset):
+        theirs = provenance(other)
+        if theirs.config.key() != prov.config.key():
+            raise InvalidInputError("diff compares two Datasets of the same repo")
+        other = theirs.commit
+    return _in_group(prov.repo.diff(prov.commit, other), prov.group)
+
+
+def status(ds: xr.Dataset) -> Diff:
+    """The changes staged in the Dataset's group (and below) by the writable session it was
+    read through."""
+    prov = provenance(ds)
+    if prov.session is None:
+        raise InvalidInputError(
+            "status() needs a Dataset read through a writable session: "
+            "zarrlake.open_dataset(repo, session=repo.writable_session(branch))"
+        )
+    return _in_group(prov.repo.session(prov.session).status(), prov.group)
+
+
+def _in_group(d: Diff, group: str | None) -> Diff:
+    if group is None:
+        return d
+    prefix = group + "/"
+
+    def keep(path: str) -> bool:
+        return path == group or path.startswith(prefix)
+
+    return Diff(
+        nodes=tuple(n for n in d.nodes if keep(n.path)),
+        keys_added=frozenset(k for k in d.keys_added if keep(k)),
+        keys_changed=frozenset(k for k in d.keys_changed if keep(k)),
+        keys_removed=frozenset(k for k in d.keys_removed if keep(k)),
+        before=d.before,
+        after=d.after,
+    )

@@ -1,0 +1,134 @@
+"""The package's structure, as docs/architecture.md draws it: no import circle (lazy imports
+inside functions included), layers import only downward, no module reads another object's
+private fields, and no module grows past what can be read in one sitting."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2] / "src" / "zarrlake"
+MAX_LINES = 600
+
+# layer -> rank; a module may import modules of its own rank or lower (a package may import
+# its own submodules). Ranks follow shared/DESIGN.md's table.
+LAYERS: dict[str, int] = {
+    "zarrlake.errors": 0,
+    "zarrlake.types": 0,
+    "zarrlake._xarray_hook": 0,
+    "zarrlake.faults": 0,
+    "zarrlake.display": 0,
+    "zarrlake.model": 1,
+    "zarrlake.catalog": 2,
+    "zarrlake.objects": 2,
+    "zarrlake.store": 2,
+    "zarrlake.core": 3,
+    "zarrlake.session": 4,
+    "zarrlake.history": 4,
+    "zarrlake.maintenance": 4,
+    "zarrlake.repo": 5,
+    "zarrlake": 6,
+    "zarrlake.xarray": 7,
+    "zarrlake.integrations": 7,
+    "zarrlake.demo": 8,
+    "zarrlake.ui": 8,
+    "zarrlake.cli": 9,
+}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for p in ROOT.rglob("*.py"):
+        parts = p.relative_to(ROOT.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = p
+    return out
+
+
+MODULES = _modules()
+
+
+def _layer(name: str) -> str:
+    best = "zarrlake"
+    for layer in LAYERS:
+        if (name == layer or name.startswith(layer + ".")) and len(layer) > len(best):
+            best = layer
+    return best
+
+
+def _imports(name: str) -> set[str]:
+    tree = ast.parse(MODULES[name].read_text())
+    typing_only = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING"
+        for n in ast.walk(node)
+    }
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return {m for m in found if m in MODULES and m != name}
+
+
+GRAPH = {name: _imports(name) for name in MODULES}
+
+
+def test_no_import_circle() -> None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(u: str) -> None:
+        state[u] = 1
+        stack.append(u)
+        for v in sorted(GRAPH[u]):
+            if state.get(v) == 1:
+                circles.append([*stack[stack.index(v) :], v])
+            elif v not in state:
+                visit(v)
+        stack.pop()
+        state[u] = 2
+
+    for name in sorted(GRAPH):
+        if name not in state:
+            visit(name)
+    assert circles == []
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_imports_flow_down(name: str) -> None:
+    mine = _layer(name)
+    upward = [
+        dep
+        for dep in sorted(GRAPH[name])
+        if LAYERS[_layer(dep)] > LAYERS[mine] and not dep.startswith(name + ".")
+    ]
+    assert upward == [], f"{name} ({mine}) imports upward"
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_no_private_field_of_another_object(name: str) -> None:
+    tree = ast.parse(MODULES[name].read_text())
+    reads = [
+        f"{ast.unparse(node.value)}.{node.attr} (line {node.lineno})"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+        and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+        and not (isinstance(node.value, ast.Name) and node.value.id == "argparse")
+    ]
+    assert reads == []
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_module_is_small(name: str) -> None:
+    assert len(MODULES[name].read_text().splitlines()) <= MAX_LINES
