@@ -27,6 +27,7 @@ from zarrlake.errors import (
     ConflictError,
     EmptyCommitError,
     InvalidInputError,
+    SessionClosedError,
     SessionError,
     UnalignedWriteError,
 )
@@ -34,7 +35,7 @@ from zarrlake.integrations.spark.arrays import Target, apply_layout, plan_layout
 from zarrlake.integrations.spark.blocks import ChunkCoords, write_table
 from zarrlake.integrations.spark.options import WriteOptions, parse_write
 from zarrlake.integrations.spark.schema import time_dims, value_dtypes
-from zarrlake.session import Session
+from zarrlake.session import WritableSession
 
 __all__ = ["ChunksWritten", "ZarrlakeWriter", "commit_session", "open_write"]
 
@@ -49,7 +50,9 @@ class ChunksWritten(WriterCommitMessage):
     chunks: list[ChunkCoords] = field(default_factory=list)
 
 
-def open_write(opts: WriteOptions, schema: StructType, overwrite: bool) -> tuple[Session, Target]:
+def open_write(
+    opts: WriteOptions, schema: StructType, overwrite: bool
+) -> tuple[WritableSession, Target]:
     """Open the write's session and make its metadata changes (on the driver)."""
     repo = opts.lake.open(create=True)
     dtypes = value_dtypes(schema, opts.dims)
@@ -82,7 +85,7 @@ def check_disjoint(messages: list[Any]) -> None:
 
 
 def commit_session(
-    session: Session, message: str, metadata: dict[str, Any], key: str | None
+    session: WritableSession, message: str, metadata: dict[str, Any], key: str | None
 ) -> str | None:
     """Commit once; ``None`` when there was nothing to commit (the session is abandoned)."""
     if not session.has_changes:
@@ -101,8 +104,10 @@ def commit_session(
         return session.commit(message, metadata=metadata, idempotency_key=key)
 
 
-def abandon_quietly(session: Session) -> None:
+def abandon_quietly(session: WritableSession | None) -> None:
     """Abandon an open session; a session already closed (committed) is left as it is."""
+    if session is None:
+        return
     with contextlib.suppress(SessionError):
         session.abandon()
 
@@ -122,8 +127,10 @@ class ZarrlakeWriter(DataSourceArrowWriter):
         self.session_id: str = session.id
         self.overwrite = overwrite
 
-    def _session(self) -> Session:
-        return self.opts.lake.open().session(self.session_id)
+    def _session(self) -> WritableSession | None:
+        """The job's session joined in this process; None once it was committed."""
+        found = self.opts.lake.open().session(self.session_id)
+        return found if isinstance(found, WritableSession) else None
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> ChunksWritten:
         from pyspark import TaskContext
@@ -135,6 +142,10 @@ class ZarrlakeWriter(DataSourceArrowWriter):
         rows = sum(b.num_rows for b in batches)
         if rows:
             session = self._session()
+            if session is None:
+                raise SessionClosedError(
+                    f"the job's session {self.session_id} was already committed"
+                )
             table = pa.Table.from_batches(batches)
             chunks = write_table(session.store, self.opts.group, self.target, table)
             session.flush()
@@ -147,6 +158,8 @@ class ZarrlakeWriter(DataSourceArrowWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         session = self._session()
+        if session is None:
+            return  # committed already (a repeated commit call): nothing more to do
         try:
             check_disjoint(list(messages))
         except UnalignedWriteError:
