@@ -34,7 +34,7 @@ _TO_SPARK: dict[str, T.DataType] = {
     "bool": T.BooleanType(),
 }
 
-# Python Data Source writers add no columns, but the layout helper's is dropped before the write.
+# Both kinds of Spark timestamps are time dimensions (NTZ is read as UTC wall-clock time).
 _TIME = (T.TimestampType, T.TimestampNTZType)
 
 
