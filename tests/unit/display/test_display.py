@@ -45,8 +45,10 @@ def test_commit_html_and_text_show_the_commit_with_free_text_escaped(
     page = display.commit_html(info)
     _no_raw_markup(page)
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
-    assert info.id in page and info.parents[0][:10] in page
-    assert 'type="checkbox"' in page and "<script" not in page.lower()
+    assert info.id in page
+    assert info.parents[0][:10] in page
+    assert 'type="checkbox"' in page
+    assert "<script" not in page.lower()
     text = display.commit_text(info)
     assert text.splitlines()[0] == f"commit {info.id}"
     assert f"author {HOSTILE}" in text
@@ -61,11 +63,13 @@ def test_repo_html_lists_branches_tags_with_heads_and_recent_commits(
     _no_raw_markup(page)
     for name in ("main", "dev", "v1"):
         assert f"<code>{name}</code>" in page
-    assert lake["c2"][:10] in page and lake["c1"][:10] in page
+    assert lake["c2"][:10] in page
+    assert lake["c1"][:10] in page
     assert "Recent commits on main" in page
     assert "update &lt;i&gt;one&lt;/i&gt; region" in page
     text = display.repo_text(sqlite_repo)
-    assert "branches (2):" in text and "tags (1):" in text
+    assert "branches (2):" in text
+    assert "tags (1):" in text
     assert re.search(rf"main\s+{lake['c2'][:10]}", text)
     assert re.search(rf"v1\s+{lake['c1'][:10]}", text)
 
@@ -76,7 +80,9 @@ def test_diff_html_lists_nodes_and_draws_one_cell_per_changed_chunk(
     d = sqlite_repo.diff(lake["c1"], lake["c2"])
     page = display.diff_html(d)
     _no_raw_markup(page)
-    assert "attributes[&#x27;title&#x27;]: (absent) -&gt; &quot;&lt;b&gt;bold&lt;/b&gt;&quot;" in page
+    assert (
+        "attributes[&#x27;title&#x27;]: (absent) -&gt; &quot;&lt;b&gt;bold&lt;/b&gt;&quot;" in page
+    )
     assert page.count('class="zl-changed" x=') == 12  # rows 0-2 x cols 5-8
     assert "<title>chunk (0, 5): changed</title>" in page
     assert d._repr_html_().count("zl-map") >= 1
@@ -98,7 +104,8 @@ def test_chunk_map_is_capped_for_large_grids(sqlite_repo: zarrlake.Repo) -> None
     svg = display.chunk_map_svg(d["big"])
     width = int(re.search(r'<svg[^>]* width="(\d+)"', svg).group(1))  # type: ignore[union-attr]
     height = int(re.search(r'<svg[^>]* height="(\d+)"', svg).group(1))  # type: ignore[union-attr]
-    assert width <= 48 * 9 and height <= 16 * 9
+    assert width <= 48 * 9
+    assert height <= 16 * 9
     assert svg.count('class="zl-added"') == 2
     assert "one cell = 25x21 chunks" in svg
 
@@ -114,7 +121,8 @@ def test_session_html_shows_branch_base_staged_changes_and_expiry(
     assert "1 nodes, 4 chunks staged" in page
     assert re.search(r"expires in (9 min \d+ s|10 min 0 s)", page)
     text = display.session_text(s)
-    assert "staged    1 nodes, 4 chunks" in text and "(open)" in text
+    assert "staged    1 nodes, 4 chunks" in text
+    assert "(open)" in text
     s.abandon()
     assert "(closed)" in display.session_text(s)
     ro = sqlite_repo.readonly_session(tag="v1")
@@ -128,7 +136,8 @@ def test_session_info_html_shows_status_and_commit(sqlite_repo: zarrlake.Repo) -
     info = next(i for i in sqlite_repo.sessions(include_closed=True) if i.id == s.id)
     page = info._repr_html_()
     _no_raw_markup(page)
-    assert "committed" in page and commit in page
+    assert "committed" in page
+    assert commit in page
     assert f"({info.status} -> {commit[:10]})" in display.session_info_text(info)
 
 
@@ -145,7 +154,8 @@ def test_conflict_error_html_lists_every_conflict(sqlite_repo: zarrlake.Repo) ->
     page = caught.value._repr_html_()
     _no_raw_markup(page)
     assert "2 conflicts" in page
-    assert page.count("<td>(0,)</td>") == 1 and page.count("<td>(1,)</td>") == 1
+    assert page.count("<td>(0,)</td>") == 1
+    assert page.count("<td>(1,)</td>") == 1
     assert f"<code>{other[:10]}</code>" in page
     text = display.conflict_error_text(caught.value)
     assert text.startswith("ConflictError [conflict]: cannot commit")
@@ -184,7 +194,11 @@ def test_display_imports_nothing_of_zarrlake_at_runtime() -> None:
         for node in ast.walk(tree):
             if id(node) in guarded:
                 continue
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("zarrlake"):
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.module
+                and node.module.startswith("zarrlake")
+            ):
                 assert node.module.startswith("zarrlake.display"), f"{path.name}: {node.module}"
             if isinstance(node, ast.Import):
                 for alias in node.names:

@@ -24,7 +24,8 @@ def history(sqlite_repo: zarrlake.Repo) -> list[str]:
 
     c1 = zx.commit(_ds(1.0), "one", repo=sqlite_repo, mode="w")
     c2 = zx.commit(_ds(2.0), "two", repo=sqlite_repo, mode="w")
-    assert c1 and c2
+    assert c1
+    assert c2
     sqlite_repo.create_branch("dev", c1)
     sqlite_repo.create_tag("v1", c1)
     return [c1, c2]
@@ -69,7 +70,8 @@ def test_abandon_button_abandons_and_disables_the_buttons(sqlite_repo: zarrlake.
     w.abandon_button.click()
     assert w.status == "abandoned"
     assert w.countdown.get_state()["status"] == "abandoned"
-    assert w.extend_button.disabled and w.abandon_button.disabled
+    assert w.extend_button.disabled
+    assert w.abandon_button.disabled
     assert s.id not in {i.id for i in sqlite_repo.sessions()}
 
 
