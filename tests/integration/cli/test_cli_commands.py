@@ -20,15 +20,15 @@ def _write(
     s = repo.writable_session(branch)
     g = zarr.open_group(s.store, mode="a")
     if "temp" not in g:
-        g.create_array("temp", shape=(40, 40), chunks=(10, 10), dtype="f4", fill_value=0)
-    g["temp"][region] = np.random.default_rng(int(value)).random((10, 10)).astype("f4") + value  # type: ignore[index]
+        g.create_array("temp", shape=(80, 80), chunks=(20, 20), dtype="f4", fill_value=0)
+    g["temp"][region] = np.random.default_rng(int(value)).random((20, 20)).astype("f4") + value  # type: ignore[index]
     return s.commit(msg, metadata={"value": value})
 
 
 def _history(lake: Lake) -> tuple[zarrlake.Repo, str, str]:
     repo = lake.open()
-    c1 = _write(repo, "main", (slice(0, 10), slice(0, 10)), 1.0, "first <b>write</b>")
-    c2 = _write(repo, "main", (slice(10, 20), slice(0, 10)), 2.0, "second write")
+    c1 = _write(repo, "main", (slice(0, 20), slice(0, 20)), 1.0, "first <b>write</b>")
+    c2 = _write(repo, "main", (slice(20, 40), slice(0, 20)), 2.0, "second write")
     return repo, c1, c2
 
 
@@ -99,7 +99,7 @@ def test_branch_and_tag_create_list_delete(lake: Lake) -> None:
 def test_log_graph_draws_a_merge(lake: Lake) -> None:
     repo, c1, _ = _history(lake)
     assert lake.run("branch", "dev", c1).returncode == 0
-    _write(repo, "dev", (slice(30, 40), slice(30, 40)), 3.0, "on dev")
+    _write(repo, "dev", (slice(60, 80), slice(60, 80)), 3.0, "on dev")
     merged = lake.json("merge", "dev", "--into", "main")
     assert merged["result"] == "merge"
     graph = lake.run("log", "--graph").stdout.splitlines()
@@ -114,7 +114,7 @@ def test_log_graph_draws_a_merge(lake: Lake) -> None:
 def test_merge_conflict_exits_3_and_lists_the_conflicts(lake: Lake) -> None:
     repo, c1, _ = _history(lake)
     lake.run("branch", "dev", c1)
-    _write(repo, "dev", (slice(10, 20), slice(0, 10)), 4.0, "dev writes the same chunk")
+    _write(repo, "dev", (slice(20, 40), slice(0, 20)), 4.0, "dev writes the same chunk")
     p = lake.run("merge", "dev")
     assert p.returncode == 3
     assert "zarrlake: error [conflict]" in p.stderr
@@ -137,7 +137,7 @@ def test_revert_and_a_conflicting_revert(lake: Lake) -> None:
     assert doc["reverted"] == c2
     assert doc["branch"] == "main"
     assert repo.diff(c1, "main").is_empty()
-    _write(repo, "main", (slice(0, 10), slice(0, 10)), 5.0, "rewrite the first chunk")
+    _write(repo, "main", (slice(0, 20), slice(0, 20)), 5.0, "rewrite the first chunk")
     p = lake.run("revert", c1)
     assert p.returncode == 3, p.stderr
 
@@ -219,7 +219,7 @@ def test_export_and_fsck_which_exits_6_on_a_missing_object(lake: Lake, tmp_path:
     assert out["report"] == "export"
     assert out["commit"] == c2
     assert out["chunks"] == 2
-    assert zarr.open_array(str(tmp_path / "copy"), path="temp", mode="r")[15, 5] >= 2.0
+    assert zarr.open_array(str(tmp_path / "copy"), path="temp", mode="r")[25, 5] >= 2.0
     ok = lake.json("fsck", "--verify")
     assert ok["ok"] is True
     assert ok["issues"] == []
