@@ -40,6 +40,9 @@ def print_table(
         for r in rows:
             print("\t".join(r))
         return
+    if not rows:
+        print("(none)")
+        return
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text

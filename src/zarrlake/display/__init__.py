@@ -14,7 +14,13 @@ from zarrlake.display.conflicts import (
     conflict_html,
     conflict_text,
 )
-from zarrlake.display.diffs import chunk_map_svg, chunk_map_text, diff_html, diff_text
+from zarrlake.display.diffs import (
+    chunk_grids,
+    chunk_map_svg,
+    chunk_map_text,
+    diff_html,
+    diff_text,
+)
 from zarrlake.display.reports import report_fields, report_html, report_text
 from zarrlake.display.sessions import (
     expiry_text,
@@ -27,6 +33,7 @@ from zarrlake.display.sessions import (
 )
 
 __all__ = [
+    "chunk_grids",
     "chunk_map_svg",
     "chunk_map_text",
     "commit_html",

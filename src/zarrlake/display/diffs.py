@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from math import ceil
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from zarrlake.display._base import esc, fmt_value, section, table, wrap
 
 if TYPE_CHECKING:
     from zarrlake.display._protocols import DiffLike, NodeDiffLike
 
-__all__ = ["chunk_map_svg", "chunk_map_text", "diff_html", "diff_text"]
+__all__ = ["chunk_grids", "chunk_map_svg", "chunk_map_text", "diff_html", "diff_text"]
+
+Grids = Mapping[str, tuple[int, ...]]
 
 MAX_NODES = 200  # nodes listed in a diff repr; the rest are counted
 MAX_KEYS = 50  # non-Zarr keys listed per kind
@@ -55,11 +57,14 @@ def _changes(n: NodeDiffLike) -> list[str]:
 # -- chunk map ---------------------------------------------------------------------------------
 
 
-def _grid(n: NodeDiffLike) -> tuple[int, int, int, int, dict[tuple[int, int], str]] | None:
+def _grid(
+    n: NodeDiffLike, grid: tuple[int, ...] | None = None
+) -> tuple[int, int, int, int, dict[tuple[int, int], str]] | None:
     """Project the changed chunk coords on the last two axes and bin them to the size cap.
 
     Returns (rows, cols, row_step, col_step, cell -> status); ``None`` when no chunk changed.
-    The array's shape is not part of a diff, so the map spans the changed coords' extent.
+    ``grid`` is the array's chunk grid shape when the caller knows it (a diff does not hold
+    it); without it the map spans the changed coords' extent.
     """
     marks: list[tuple[tuple[int, ...], str]] = [
         (c, status)
@@ -82,6 +87,9 @@ def _grid(n: NodeDiffLike) -> tuple[int, int, int, int, dict[tuple[int, int], st
 
     extent_r = max(rc(c)[0] for c, _ in marks) + 1
     extent_c = max(rc(c)[1] for c, _ in marks) + 1
+    if grid:
+        extent_r = max(extent_r, grid[-2] if len(grid) > 1 else 1)
+        extent_c = max(extent_c, grid[-1])
     step_r, step_c = ceil(extent_r / MAP_ROWS), ceil(extent_c / MAP_COLS)
     cells: dict[tuple[int, int], str] = {}
     for c, status in marks:
@@ -104,9 +112,10 @@ def _axes_note(n: NodeDiffLike, step_r: int, step_c: int) -> str:
     return "; ".join(parts)
 
 
-def chunk_map_svg(n: NodeDiffLike) -> str:
-    """An inline SVG of the changed chunks of one array (empty string when none changed)."""
-    g = _grid(n)
+def chunk_map_svg(n: NodeDiffLike, grid: tuple[int, ...] | None = None) -> str:
+    """An inline SVG of the changed chunks of one array (empty string when none changed);
+    ``grid``, the array's chunk grid shape, makes the map span the whole array."""
+    g = _grid(n, grid)
     if g is None:
         return ""
     rows, cols, step_r, step_c, cells = g
@@ -129,9 +138,9 @@ def chunk_map_svg(n: NodeDiffLike) -> str:
     )
 
 
-def chunk_map_text(n: NodeDiffLike) -> list[str]:
+def chunk_map_text(n: NodeDiffLike, grid: tuple[int, ...] | None = None) -> list[str]:
     """The same map in characters: ``+`` added, ``~`` changed, ``-`` removed, ``*`` mixed."""
-    g = _grid(n)
+    g = _grid(n, grid)
     if g is None:
         return []
     rows, cols, step_r, step_c, cells = g
@@ -157,8 +166,9 @@ def _key_lines(d: DiffLike) -> Iterable[tuple[str, str]]:
             yield status, f"... and {len(ordered) - MAX_KEYS} more"
 
 
-def diff_text(d: DiffLike, *, maps: bool = False) -> str:
-    """A diff in plain text, one line per node (``maps`` adds each array's chunk map)."""
+def diff_text(d: DiffLike, *, maps: bool = False, grids: Grids | None = None) -> str:
+    """A diff in plain text, one line per node (``maps`` adds each array's chunk map;
+    ``grids``, path -> chunk grid shape, from :func:`chunk_grids`, sizes them)."""
     nodes = list(d.nodes)
     lines = [_title(d)]
     if not nodes and not (d.keys_added or d.keys_changed or d.keys_removed):
@@ -171,7 +181,7 @@ def diff_text(d: DiffLike, *, maps: bool = False) -> str:
         )
         lines += [f"      {c}" for c in _changes(n)]
         if maps:
-            lines += [f"      {row}" for row in chunk_map_text(n)]
+            lines += [f"      {row}" for row in chunk_map_text(n, (grids or {}).get(n.path))]
     if len(nodes) > MAX_NODES:
         lines.append(f"  ... and {len(nodes) - MAX_NODES} more nodes")
     sign = {"added": "+", "modified": "~", "removed": "-"}
@@ -179,8 +189,9 @@ def diff_text(d: DiffLike, *, maps: bool = False) -> str:
     return "\n".join(lines)
 
 
-def diff_html(d: DiffLike) -> str:
-    """HTML repr of a diff: a table of nodes, the changes of each, and chunk maps."""
+def diff_html(d: DiffLike, *, grids: Grids | None = None) -> str:
+    """HTML repr of a diff: a table of nodes, the changes of each, and chunk maps (sized by
+    ``grids``, path -> chunk grid shape, from :func:`chunk_grids`, when given)."""
     nodes = list(d.nodes)
     shown = nodes[:MAX_NODES]
     rows = []
@@ -207,7 +218,8 @@ def diff_html(d: DiffLike) -> str:
     mapped = [n for n in nodes if n.chunks_added or n.chunks_changed or n.chunks_removed]
     maps = "".join(
         f'<div style="margin:4px 0"><code>/{esc(n.path)}</code> '
-        f'<span class="zl-muted">{esc(_counts(n))}</span><br>{chunk_map_svg(n)}</div>'
+        f'<span class="zl-muted">{esc(_counts(n))}</span><br>'
+        f"{chunk_map_svg(n, (grids or {}).get(n.path))}</div>"
         for n in mapped[:MAP_MAPS]
     )
     if len(mapped) > MAP_MAPS:
@@ -220,3 +232,23 @@ def diff_html(d: DiffLike) -> str:
         section("Other keys", table(["status", "key"], key_rows, raw=True), count=n_keys),
     ]
     return wrap("diff", esc(_title(d)), sections, diff_text(d))
+
+
+def chunk_grids(repo: Any, d: DiffLike) -> dict[str, tuple[int, ...]]:
+    """The chunk grid shape of each array with changed chunks (at most the arrays that get a
+    map), read with zarr at the diff's ``after`` commit (``before`` for removed arrays)."""
+    import zarr
+
+    out: dict[str, tuple[int, ...]] = {}
+    changed = [n for n in d.nodes if n.chunks_added or n.chunks_changed or n.chunks_removed]
+    for n in changed[:MAP_MAPS]:
+        side = d.before if n.status == "removed" else d.after
+        if not side or side == "staged":
+            continue
+        # Only a nicer map is at stake: an array that cannot be opened keeps the extent map.
+        try:
+            arr = zarr.open_array(repo.readonly_session(side).store, path=n.path, mode="r")
+            out[n.path] = tuple(int(x) for x in arr.cdata_shape)
+        except Exception:
+            continue
+    return out

@@ -203,3 +203,23 @@ def test_display_imports_nothing_of_zarrlake_at_runtime() -> None:
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     assert not alias.name.startswith("zarrlake"), f"{path.name}: {alias.name}"
+
+
+def test_chunk_grids_make_the_map_span_the_whole_array(sqlite_repo: zarrlake.Repo) -> None:
+    s = sqlite_repo.writable_session()
+    zarr.open_group(s.store, mode="w").create_array(
+        "a", shape=(60, 40), chunks=(10, 10), dtype="u1", fill_value=0
+    )
+    base = s.commit("create")
+    s = sqlite_repo.writable_session()
+    zarr.open_array(s.store, path="a")[0:10, 0:10] = 1
+    d = sqlite_repo.diff(base, s.commit("one chunk"))
+    assert 'width="9" height="9"' in display.chunk_map_svg(d["a"])  # the change's extent only
+    grids = display.chunk_grids(sqlite_repo, d)
+    assert grids == {"a": (6, 4)}
+    page = display.diff_html(d, grids=grids)
+    assert 'width="36" height="54"' in page
+    assert page.count('class="zl-added" x=') == 1
+    text = display.diff_text(d, maps=True, grids=grids)
+    assert "      +..." in text.splitlines()
+    assert text.splitlines().count("      ....") == 5

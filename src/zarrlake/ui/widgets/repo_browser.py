@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w  # type: ignore[import-untyped]
 
-from zarrlake.display import commit_html, diff_html
+from zarrlake.display import chunk_grids, commit_html, diff_html
 from zarrlake.display._base import esc, fmt_time
 from zarrlake.errors import InvalidInputError, ZarrlakeError
 
@@ -150,10 +150,10 @@ class RepoBrowser(w.VBox):  # type: ignore[misc]
             info = self.repo.commit_info(commit)
             self.details.value = commit_html(info)
             against = self.compare.value.strip()
-            if against:
-                self.diff.value = diff_html(self.repo.diff(against, commit))
-            elif info.parents:
-                self.diff.value = diff_html(self.repo.diff(info.parents[0], commit))
+            base = against or (info.parents[0] if info.parents else None)
+            if base is not None:
+                d = self.repo.diff(base, commit)
+                self.diff.value = diff_html(d, grids=chunk_grids(self.repo, d))
             else:
                 self.diff.value = "<i>the first commit: no parent to compare with</i>"
         except ZarrlakeError as exc:
