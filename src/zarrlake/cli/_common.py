@@ -11,8 +11,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from zarrlake.display import redact_url
-
 if TYPE_CHECKING:
     import zarrlake
 
@@ -50,6 +48,8 @@ def remember_secret(value: str) -> None:
 
 def redact(text: str) -> str:
     """``text`` with every registered secret and URL password replaced by ``***``."""
+    from zarrlake.display import redact_url
+
     for secret in sorted(_SECRETS, key=len, reverse=True):
         text = text.replace(secret, "***")
     return redact_url(text)

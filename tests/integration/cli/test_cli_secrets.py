@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
+from sqlalchemy.engine import make_url
 
 import zarrlake
-from tests.conftest import _need_postgres, unique
+from tests.conftest import PG_URL, _need_postgres, unique
 from tests.integration.cli.conftest import run
 
 PASSWORD = "pw-Zq7-SECRET"
@@ -31,7 +32,7 @@ def _clean(*procs: subprocess.CompletedProcess[str]) -> None:
 def test_a_catalog_password_is_never_printed(tmp_path: Path) -> None:
     _need_postgres()
     # The test server trusts local connections, so the password is accepted and ignored.
-    url = f"postgresql+psycopg://postgres:{PASSWORD}@127.0.0.1:5432/test"
+    url = make_url(PG_URL).set(password=PASSWORD).render_as_string(hide_password=False)
     name = unique("secret")
     loc = ["--catalog", url, "--name", name]
     init = run("init", *loc, "--storage", str(tmp_path / "objects"), "--json")
@@ -82,9 +83,9 @@ def test_storage_option_secrets_are_never_printed(
         },
     )
     s = repo.writable_session()
-    zarr.open_group(s.store, mode="w").create_array("x", shape=(64,), chunks=(16,), dtype="f8")[
+    zarr.open_group(s.store, mode="w").create_array("x", shape=(4096,), chunks=(1024,), dtype="f8")[
         :
-    ] = np.random.default_rng(0).random(64)
+    ] = np.random.default_rng(0).random(4096)
     s.commit("on s3")
     fsck = run("fsck", *loc, *opts, "--verify", "--json")
     assert fsck.returncode == 0, fsck.stderr
