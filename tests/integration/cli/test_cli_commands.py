@@ -284,7 +284,6 @@ def test_help_lists_every_command_and_the_exit_codes() -> None:
         "expire",
         "export",
         "fsck",
-        "ui",
         "demo",
     ]:
         assert re.search(rf"^    {command}\b", p.stdout, re.M), command
