@@ -80,7 +80,7 @@ def graph_lines(ordered: Sequence[CommitInfo], describe: Callable[[CommitInfo], 
                 del lanes[k]
         chars = _row(lanes)
         chars[2 * col] = "*"
-        out.append("".join(chars) + " " + describe(c))
+        out.append("".join(chars).rstrip() + "  " + describe(c))
         parents = [p for p in c.parents if p in known]
         lanes[col] = parents[0] if parents else None
         for p in parents[1:]:
