@@ -181,6 +181,8 @@ def bind_operands(args: argparse.Namespace, extra: list[str]) -> None:
         parser.error(f"unexpected arguments: {' '.join(words[len(operands) :])}")
     for i, o in enumerate(operands):
         dest = o.dest or o.name.lower().replace("-", "_")
+        # An operand must not overwrite an option (``branch NAME`` vs ``--name``).
+        assert not hasattr(args, dest), f"operand {o.name} collides with an option"
         setattr(args, dest, words[i] if i < len(words) else None)
 
 

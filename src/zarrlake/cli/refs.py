@@ -70,13 +70,13 @@ def _cmd_branch(args: argparse.Namespace) -> int:
             {"action": "deleted", "branch": name, "commit": commit},
             f"deleted branch {name} (was {commit[:10]})",
         )
-    if args.name is None:
+    if args.ref_name is None:
         return _list(repo, repo.branches(), "branches", args.json)
-    commit = _engine.create_branch(repo, args.name, args.start or "main")
+    commit = _engine.create_branch(repo, args.ref_name, args.start or "main")
     return _done(
         args,
-        {"action": "created", "branch": args.name, "commit": commit},
-        f"created branch {args.name} at {commit[:10]}",
+        {"action": "created", "branch": args.ref_name, "commit": commit},
+        f"created branch {args.ref_name} at {commit[:10]}",
     )
 
 
@@ -92,13 +92,13 @@ def _cmd_tag(args: argparse.Namespace) -> int:
             {"action": "deleted", "tag": name, "commit": commit},
             f"deleted tag {name} (was {commit[:10]})",
         )
-    if args.name is None:
+    if args.ref_name is None:
         return _list(repo, repo.tags(), "tags", args.json)
-    commit = repo.create_tag(args.name, args.ref or "main")
+    commit = repo.create_tag(args.ref_name, args.ref or "main")
     return _done(
         args,
-        {"action": "created", "tag": args.name, "commit": commit},
-        f"created tag {args.name} at {commit[:10]}",
+        {"action": "created", "tag": args.ref_name, "commit": commit},
+        f"created tag {args.ref_name} at {commit[:10]}",
     )
 
 
@@ -136,7 +136,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add_lake_args(
         sp,
-        Operand("NAME", "the branch to create", False),
+        Operand("NAME", "the branch to create", False, "ref_name"),
         Operand("START", "where it starts: a ref (default main)", False),
     )
     sp.add_argument("-d", "--delete", metavar="NAME", help="delete branch NAME")
@@ -152,7 +152,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add_lake_args(
         sp,
-        Operand("NAME", "the tag to create", False),
+        Operand("NAME", "the tag to create", False, "ref_name"),
         Operand("REF", "what to tag (default main)", False),
     )
     sp.add_argument("-d", "--delete", metavar="NAME", help="delete tag NAME")
