@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from zarrlake.cli import EXIT_FSCK_ISSUES
 from zarrlake.cli._common import (
     Operand,
     add_lake_args,
@@ -15,9 +16,7 @@ from zarrlake.cli._common import (
 )
 from zarrlake.cli._output import emit_json
 
-__all__ = ["EXIT_FSCK_ISSUES", "register"]
-
-EXIT_FSCK_ISSUES = 6  # the same as zarrlake.cli.EXIT_FSCK_ISSUES
+__all__ = ["register"]
 
 
 def _show(args: argparse.Namespace, kind: str, report: object) -> None:
