@@ -199,6 +199,11 @@ class Conflict:
             f": {self.detail}" if self.detail else ""
         )
 
+    def _repr_html_(self) -> str:
+        from zarrlake.display import conflict_html
+
+        return conflict_html(self)
+
 
 class ConflictError(ZarrlakeError):
     """Changes collide with changes committed meanwhile.
@@ -219,6 +224,11 @@ class ConflictError(ZarrlakeError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild_conflict_error, (type(self), self.args[0], self.conflicts))
+
+    def _repr_html_(self) -> str:
+        from zarrlake.display import conflict_error_html
+
+        return conflict_error_html(self)
 
 
 def _rebuild_conflict_error(

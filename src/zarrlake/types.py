@@ -175,6 +175,11 @@ class CommitInfo:
         when = self.created_at.isoformat(timespec="seconds")
         return f"<Commit {self.id[:10]} {when} {self.author}: {self.message!r}>"
 
+    def _repr_html_(self) -> str:
+        from zarrlake.display import commit_html
+
+        return commit_html(self)
+
 
 @dataclass(frozen=True, slots=True)
 class SessionInfo:
@@ -189,6 +194,11 @@ class SessionInfo:
     created_at: datetime
     expires_at: datetime
     commit_id: str | None
+
+    def _repr_html_(self) -> str:
+        from zarrlake.display import session_info_html
+
+        return session_info_html(self)
 
 
 @dataclass(frozen=True, slots=True)

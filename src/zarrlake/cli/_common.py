@@ -1,23 +1,230 @@
-"""What every subcommand shares: the arguments that name a lake, and opening it."""
+"""What every subcommand shares: the arguments that name a lake, opening it, operands,
+confirmation of destructive commands, and durations."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import re
+import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
-import zarrlake
+if TYPE_CHECKING:
+    import zarrlake
 
-__all__ = ["add_repo_args", "open_repo"]
+__all__ = [
+    "Aborted",
+    "Operand",
+    "add_lake_args",
+    "add_repo_args",
+    "confirm",
+    "open_repo",
+    "parse_duration",
+    "parse_options",
+    "parse_when",
+    "redact",
+    "remember_secret",
+    "remember_url_password",
+]
+
+DEFAULT_LAKE = "my-lake"
+
+# Values that must never reach the terminal: storage option secrets and catalog passwords.
+_SECRETS: set[str] = set()
+_SECRET_KEY = re.compile(r"secret|password|passwd|token|key|credential|session|auth", re.I)
+
+
+class Aborted(Exception):
+    """A destructive command was not confirmed."""
+
+
+def remember_secret(value: str) -> None:
+    """Register a value to be blanked out of every message the command prints."""
+    if len(value) >= 3:
+        _SECRETS.add(value)
+
+
+def redact(text: str) -> str:
+    """``text`` with every registered secret and URL password replaced by ``***``."""
+    from zarrlake.display import redact_url
+
+    for secret in sorted(_SECRETS, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return redact_url(text)
+
+
+def _set_path(target: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, last = dotted.split(".")
+    for p in parents:
+        target = target.setdefault(p, {})
+        if not isinstance(target, dict):
+            raise argparse.ArgumentTypeError(f"option {dotted!r} nests under a non-dict value")
+    target[last] = value
+
+
+def _scan_secrets(key: str, value: Any) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _scan_secrets(str(k), v)
+    elif _SECRET_KEY.search(key) and value is not None:
+        remember_secret(str(value))
+
+
+def parse_options(items: list[str] | None) -> dict[str, Any]:
+    """``KEY=VALUE`` strings to a dict: values are JSON when they parse (``true``, ``3``,
+    ``{...}``), else strings; ``a.b=c`` nests (``{"a": {"b": "c"}}``)."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {key or item!r}")
+        try:
+            value: Any = json.loads(raw)
+        except ValueError:
+            value = raw
+        _scan_secrets(key, value)
+        _set_path(out, key, value)
+    return out
 
 
 def add_repo_args(sp: argparse.ArgumentParser) -> None:
-    """Add ``PATH`` (embedded default) or ``--catalog URL --name NAME``."""
-    sp.add_argument("path", nargs="?", default="my-lake", help="repo directory (embedded default)")
-    sp.add_argument("--catalog", help="catalog URL instead of a directory")
-    sp.add_argument("--name", default="default", help="repo name in the catalog")
+    """Add ``PATH`` (embedded default) or ``--catalog URL --name NAME``, and storage options."""
+    sp.add_argument(
+        "path", nargs="?", default=DEFAULT_LAKE, help="repo directory (embedded default)"
+    )
+    _add_location_options(sp)
+
+
+def _add_location_options(sp: argparse.ArgumentParser) -> None:
+    g = sp.add_argument_group("lake")
+    g.add_argument(
+        "--catalog", metavar="URL", help="catalog URL (SQLAlchemy) instead of a directory"
+    )
+    g.add_argument("--name", default="default", help="repo name in the catalog (default: default)")
+    g.add_argument(
+        "--storage-option",
+        "-o",
+        action="append",
+        metavar="KEY=VALUE",
+        dest="storage_options",
+        help="fsspec option for the chunk storage (repeatable; a.b=c nests; values are JSON "
+        "when they parse). Secret values are never printed",
+    )
 
 
 def open_repo(args: argparse.Namespace) -> zarrlake.Repo:
-    """Open the lake that ``add_repo_args`` named."""
+    """Open the lake that ``add_repo_args`` (or ``add_lake_args``) named."""
+    import zarrlake
+
+    options = parse_options(getattr(args, "storage_options", None))
     if args.catalog:
-        return zarrlake.Repo.open(catalog=args.catalog, name=args.name)
-    return zarrlake.Repo.open(args.path)
+        remember_url_password(args.catalog)
+        return zarrlake.Repo.open(catalog=args.catalog, name=args.name, storage_options=options)
+    return zarrlake.Repo.open(args.path, storage_options=options)
+
+
+def remember_url_password(url: str) -> None:
+    """Register the password of a ``scheme://user:password@host`` URL as a secret."""
+    m = re.match(r"^[A-Za-z][A-Za-z0-9+.\-]*://[^:@/]*:([^@/]*)@", url)
+    if m:
+        remember_secret(m.group(1))
+
+
+# -- operands: LAKE first unless --catalog --------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Operand:
+    """A positional argument after the lake directory."""
+
+    name: str
+    help: str
+    required: bool = True
+    dest: str | None = None
+
+
+def add_lake_args(sp: argparse.ArgumentParser, *operands: Operand) -> None:
+    """Positional ``[LAKE] OPERAND...``: the first word is the lake directory unless
+    ``--catalog`` names the lake (then every word is an operand)."""
+    spec = " ".join(o.name if o.required else f"[{o.name}]" for o in operands)
+    sp.usage = f"%(prog)s [options] [LAKE] {spec}".rstrip()
+    sp.add_argument("_words", nargs="*", metavar="ARG", help=argparse.SUPPRESS)
+    g = sp.add_argument_group("positional arguments")
+    lines = [
+        f"LAKE: the repo directory (default {DEFAULT_LAKE}); leave it out with --catalog",
+        *(f"{o.name}: {o.help}" for o in operands),
+    ]
+    g.description = "\n".join(lines)
+    sp.formatter_class = argparse.RawDescriptionHelpFormatter
+    _add_location_options(sp)
+    sp.set_defaults(_operands=operands, _parser=sp)
+
+
+def bind_operands(args: argparse.Namespace, extra: list[str]) -> None:
+    """Split the words of ``add_lake_args`` into ``args.path`` and one attribute per operand."""
+    operands: tuple[Operand, ...] | None = getattr(args, "_operands", None)
+    parser: argparse.ArgumentParser = args._parser
+    words = list(args._words) + extra
+    if not args.catalog:
+        args.path = words.pop(0) if words else DEFAULT_LAKE
+    elif not hasattr(args, "path"):
+        args.path = None
+    assert operands is not None
+    required = [o for o in operands if o.required]
+    if len(words) < len(required):
+        missing = [o.name for o in required[len(words) :]]
+        where = "" if args.catalog else " (the first argument is the LAKE directory)"
+        parser.error(f"missing {', '.join(missing)}{where}")
+    if len(words) > len(operands):
+        parser.error(f"unexpected arguments: {' '.join(words[len(operands) :])}")
+    for i, o in enumerate(operands):
+        dest = o.dest or o.name.lower().replace("-", "_")
+        # An operand must not overwrite an option (``branch NAME`` vs ``--name``).
+        assert not hasattr(args, dest), f"operand {o.name} collides with an option"
+        setattr(args, dest, words[i] if i < len(words) else None)
+
+
+# -- confirmation, durations ---------------------------------------------------------------
+
+
+def confirm(args: argparse.Namespace, question: str) -> None:
+    """Go on if ``--yes``, or if the user says yes on a terminal; else raise :class:`Aborted`."""
+    if getattr(args, "yes", False):
+        return
+    if not sys.stdin.isatty():
+        raise Aborted(f"{question}: refused without --yes (stdin is not a terminal)")
+    print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
+    answer = sys.stdin.readline().strip().lower()
+    if answer not in ("y", "yes"):
+        raise Aborted(f"{question}: not confirmed")
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d|w)?\s*$")
+_UNITS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_duration(text: str) -> timedelta:
+    """``90s``, ``15m``, ``24h``, ``7d``, ``2w`` or ``0``."""
+    m = _DURATION.match(text)
+    if not m or (m.group(2) is None and float(m.group(1)) != 0):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration: give a number and a unit, e.g. 90s, 15m, 24h, 7d"
+        )
+    return timedelta(seconds=float(m.group(1)) * _UNITS[m.group(2) or "s"])
+
+
+def parse_when(text: str) -> datetime | timedelta:
+    """A duration before now (``30d``) or an ISO 8601 time (naive times are UTC)."""
+    try:
+        return parse_duration(text)
+    except argparse.ArgumentTypeError:
+        pass
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is neither a duration (30d) nor an ISO time (2026-11-01T12:00)"
+        ) from None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)

@@ -8,7 +8,6 @@ the size of the arrays or the length of the history.
 
 from __future__ import annotations
 
-import html
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -256,40 +255,9 @@ class Diff:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        esc = html.escape
-        rows = []
-        for n in self.nodes:
-            meta = "<br>".join(esc(str(c)) for c in n.metadata)
-            attrs = "<br>".join(
-                esc(f"{c.field}: {_short(c.before)} -> {_short(c.after)}") for c in n.attributes
-            )
-            rows.append(
-                "<tr>"
-                f"<td>{esc(n.status)}</td><td><code>/{esc(n.path)}</code></td>"
-                f"<td>{esc(n.node_type)}</td><td>{meta}</td><td>{attrs}</td>"
-                f"<td>{len(n.chunks_added)}</td><td>{len(n.chunks_changed)}</td>"
-                f"<td>{len(n.chunks_removed)}</td>"
-                "</tr>"
-            )
-        for status, keys in (
-            ("added", self.keys_added),
-            ("modified", self.keys_changed),
-            ("removed", self.keys_removed),
-        ):
-            rows += [
-                f"<tr><td>{status}</td><td><code>{esc(k)}</code></td><td>key</td>"
-                "<td></td><td></td><td></td><td></td><td></td></tr>"
-                for k in sorted(keys)
-            ]
-        head = (
-            "<tr><th>status</th><th>path</th><th>type</th><th>metadata</th><th>attributes</th>"
-            "<th>chunks added</th><th>chunks changed</th><th>chunks removed</th></tr>"
-        )
-        body = "".join(rows) or '<tr><td colspan="8">no changes</td></tr>'
-        return (
-            f'<div class="zarrlake-diff"><strong>{esc(self._title())}</strong>'
-            f"<table>{head}{body}</table></div>"
-        )
+        from zarrlake.display import diff_html
+
+        return diff_html(self)
 
     def to_dataframe(self, *, chunks: bool = False) -> pd.DataFrame:
         """A table of the diff (needs pandas).

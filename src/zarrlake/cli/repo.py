@@ -1,0 +1,105 @@
+"""``zarrlake init | sessions``."""
+
+from __future__ import annotations
+
+import argparse
+
+from zarrlake.cli._common import (
+    add_lake_args,
+    open_repo,
+    parse_options,
+    redact,
+    remember_url_password,
+)
+from zarrlake.cli._output import emit_json, print_table, session_json, stdout_is_tty
+
+__all__ = ["register"]
+
+
+def _cmd_init(args: argparse.Namespace) -> int:
+    import zarrlake
+
+    options = parse_options(args.storage_options)
+    if args.catalog:
+        remember_url_password(args.catalog)
+        if args.storage:
+            remember_url_password(args.storage)
+        repo = zarrlake.Repo.create(
+            catalog=args.catalog,
+            storage=args.storage,
+            name=args.name,
+            storage_options=options,
+            author=args.author,
+        )
+        catalog = redact(args.catalog)
+    else:
+        if args.storage:
+            args._parser.error("--storage goes with --catalog (a LAKE directory keeps its chunks)")
+        repo = zarrlake.Repo.create(args.path, storage_options=options, author=args.author)
+        catalog = f"sqlite:///{args.path}/catalog.db"
+    if args.json:
+        emit_json({"name": repo.name, "catalog": catalog, "storage": redact(repo.storage)})
+    else:
+        print(f"created repo {repo.name!r} (catalog {catalog}, storage {redact(repo.storage)})")
+    return 0
+
+
+def _cmd_sessions(args: argparse.Namespace) -> int:
+    from zarrlake.display import expiry_text
+    from zarrlake.display._base import fmt_time
+
+    repo = open_repo(args)
+    if args.abandon:
+        repo.session(args.abandon).abandon()
+        if args.json:
+            emit_json({"action": "abandoned", "session": args.abandon})
+        else:
+            print(f"abandoned session {args.abandon}")
+        return 0
+    infos = repo.sessions(include_closed=args.all)
+    if args.json:
+        emit_json({"sessions": [session_json(s) for s in infos]})
+        return 0
+    tty = stdout_is_tty()
+    print_table(
+        ["session", "branch", "base", "author", "status", "expires"],
+        [
+            (
+                s.id,
+                s.branch,
+                s.base_commit[:10] if tty else s.base_commit,
+                s.author,
+                s.status,
+                f"{fmt_time(s.expires_at)} ({expiry_text(s.expires_at)})"
+                if s.status == "open"
+                else fmt_time(s.expires_at),
+            )
+            for s in infos
+        ],
+    )
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    sp = sub.add_parser(
+        "init",
+        help="create a repo (a directory, or --catalog URL --name NAME --storage URL)",
+        description="Create a repo: in a directory (SQLite catalog and chunks inside it), or "
+        "in a catalog database with its chunks at --storage (a path or s3://bucket/prefix).",
+    )
+    add_lake_args(sp)
+    sp.add_argument("--storage", metavar="URL", help="chunk storage, with --catalog")
+    sp.add_argument("--author", help="author of the first commit (default: the login name)")
+    sp.add_argument("--json", action="store_true", help="print JSON (see docs/cli.md)")
+    sp.set_defaults(func=_cmd_init)
+
+    sp = sub.add_parser(
+        "sessions",
+        help="list open sessions and their expiry (--abandon ID discards one)",
+        description="List open writable sessions with their expiry (--all: closed ones too).",
+    )
+    add_lake_args(sp)
+    sp.add_argument("--all", action="store_true", help="include committed, abandoned, expired")
+    sp.add_argument("--abandon", metavar="ID", help="abandon session ID (its staged writes go)")
+    sp.add_argument("--json", action="store_true", help="print JSON (see docs/cli.md)")
+    sp.set_defaults(func=_cmd_sessions)

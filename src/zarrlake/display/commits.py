@@ -1,0 +1,185 @@
+"""Reprs of a commit (``CommitInfo``) and of a repo (branches, tags, recent commits)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from zarrlake.display._base import esc, fmt_time, fmt_value, section, short, table, wrap
+
+if TYPE_CHECKING:
+    from zarrlake.display._protocols import CommitLike, RepoLike
+
+__all__ = ["commit_html", "commit_text", "log_table_html", "repo_html", "repo_text"]
+
+MAX_REFS = 20  # branches or tags listed in a repo repr; the rest are counted
+RECENT = 5  # commits listed in a repo repr
+
+
+def _meta_rows(metadata: Mapping[str, Any]) -> list[tuple[str, str]]:
+    return [
+        (str(k), fmt_value(v, 100)) for k, v in sorted(metadata.items(), key=lambda kv: str(kv[0]))
+    ]
+
+
+def commit_text(info: CommitLike) -> str:
+    """A commit on a few lines: id, parents, author, time, message, metadata."""
+    lines = [f"commit {info.id}"]
+    if len(info.parents) > 1:
+        lines.append("merge  " + " ".join(p[:10] for p in info.parents))
+    elif info.parents:
+        lines.append(f"parent {info.parents[0]}")
+    lines.append(f"author {info.author}")
+    lines.append(f"date   {fmt_time(info.created_at)}")
+    lines += ["", *(f"    {line}" for line in (info.message or "(no message)").splitlines())]
+    if info.metadata:
+        lines += ["", *(f"    {k}: {v}" for k, v in _meta_rows(info.metadata))]
+    return "\n".join(lines)
+
+
+def commit_html(info: CommitLike) -> str:
+    """HTML repr of a commit."""
+    title = (
+        f"Commit <code>{esc(info.id[:10])}</code> "
+        f'<span class="zl-muted">{esc(fmt_time(info.created_at))} · {esc(info.author)}</span>'
+    )
+    parents = (
+        ", ".join(f"<code>{esc(p[:10])}</code>" for p in info.parents) or "none (first commit)"
+    )
+    facts = table(
+        ["", ""],
+        [
+            ("id", f"<code>{esc(info.id)}</code>"),
+            ("parents" if len(info.parents) > 1 else "parent", parents),
+            ("author", esc(info.author)),
+            ("time", esc(fmt_time(info.created_at))),
+        ],
+        raw=True,
+    )
+    message = f'<div style="white-space:pre-wrap">{esc(info.message or "(no message)")}</div>'
+    sections = [section("Message", message), section("Details", facts, open_=False)]
+    rows = _meta_rows(info.metadata)
+    sections.append(section("Metadata", table(["key", "value"], rows), count=len(rows)))
+    return wrap("commit", title, sections, commit_text(info))
+
+
+def _oneline(info: CommitLike) -> str:
+    first = (info.message or "").splitlines()[0] if info.message else ""
+    merge = " (merge)" if len(info.parents) > 1 else ""
+    return f"{info.id[:10]}  {fmt_time(info.created_at)}  {info.author}  {short(first, 60)}{merge}"
+
+
+def _default_branch(branches: Mapping[str, str]) -> str | None:
+    return "main" if "main" in branches else next(iter(sorted(branches)), None)
+
+
+def _heads(repo: RepoLike, refs: Mapping[str, str]) -> list[tuple[str, str, CommitLike | None]]:
+    out: list[tuple[str, str, CommitLike | None]] = []
+    for name in sorted(refs)[:MAX_REFS]:
+        commit = refs[name]
+        out.append((name, commit, repo.commit_info(commit)))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _RepoView:
+    """What a repo repr shows, read once for both the HTML and its text fallback."""
+
+    name: str
+    storage: str
+    branches: dict[str, str]
+    tags: dict[str, str]
+    branch_heads: list[tuple[str, str, CommitLike | None]]
+    tag_heads: list[tuple[str, str, CommitLike | None]]
+    default: str | None
+    recent: list[CommitLike]
+
+
+def _view(repo: RepoLike) -> _RepoView:
+    branches, tags = dict(repo.branches()), dict(repo.tags())
+    default = _default_branch(branches)
+    recent = list(repo.log(default, limit=RECENT)) if default is not None else []
+    return _RepoView(
+        repo.name,
+        repo.storage,
+        branches,
+        tags,
+        _heads(repo, branches),
+        _heads(repo, tags),
+        default,
+        recent,
+    )
+
+
+def _text(v: _RepoView) -> str:
+    lines = [f"zarrlake repo {v.name!r}  storage={v.storage}"]
+    for what, refs, heads in (
+        ("branches", v.branches, v.branch_heads),
+        ("tags", v.tags, v.tag_heads),
+    ):
+        lines.append(f"{what} ({len(refs)}):")
+        for name, commit, info in heads:
+            msg = short((info.message or "").splitlines()[0], 50) if info and info.message else ""
+            lines.append(f"  {name:<20} {commit[:10]}  {msg}")
+        if len(refs) > MAX_REFS:
+            lines.append(f"  ... and {len(refs) - MAX_REFS} more")
+    if v.default is not None:
+        lines.append(f"recent commits on {v.default}:")
+        lines += [f"  {_oneline(c)}" for c in v.recent]
+    return "\n".join(lines)
+
+
+def repo_text(repo: RepoLike) -> str:
+    """A repo in plain text: branches and tags with their head commits, recent commits."""
+    return _text(_view(repo))
+
+
+def _ref_table(refs: list[tuple[str, str, CommitLike | None]], total: int) -> str:
+    rows = [
+        (
+            f"<code>{esc(name)}</code>",
+            f"<code>{esc(commit[:10])}</code>",
+            esc(fmt_time(info.created_at)) if info else "",
+            esc(info.author) if info else "",
+            esc(short((info.message or "").splitlines()[0], 70)) if info and info.message else "",
+        )
+        for name, commit, info in refs
+    ]
+    more = total - len(refs)
+    tail = f'<div class="zl-muted">... and {more} more</div>' if more > 0 else ""
+    return table(["name", "commit", "time", "author", "message"], rows, raw=True) + tail
+
+
+def log_table_html(commits: list[CommitLike]) -> str:
+    """A table of commits (newest first), for reprs and widgets."""
+    rows = [
+        (
+            f"<code>{esc(c.id[:10])}</code>",
+            esc(fmt_time(c.created_at)),
+            esc(c.author),
+            esc(short((c.message or "").splitlines()[0] if c.message else "", 70))
+            + (' <span class="zl-muted">(merge)</span>' if len(c.parents) > 1 else ""),
+        )
+        for c in commits
+    ]
+    return table(["commit", "time", "author", "message"], rows, raw=True)
+
+
+def repo_html(repo: RepoLike) -> str:
+    """HTML repr of a repo: branches and tags with head commits, the last few commits."""
+    v = _view(repo)
+    title = (
+        f"zarrlake repo <code>{esc(v.name)}</code> "
+        f'<span class="zl-muted">{len(v.branches)} branches · {len(v.tags)} tags · '
+        f"storage {esc(v.storage)}</span>"
+    )
+    sections = [
+        section("Branches", _ref_table(v.branch_heads, len(v.branches)), count=len(v.branches)),
+        section("Tags", _ref_table(v.tag_heads, len(v.tags)), count=len(v.tags)),
+    ]
+    if v.default is not None:
+        sections.append(
+            section(f"Recent commits on {v.default}", log_table_html(v.recent), count=len(v.recent))
+        )
+    return wrap("repo", title, sections, _text(v))
