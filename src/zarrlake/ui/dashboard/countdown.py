@@ -1,0 +1,20 @@
+"""The session countdown in the dashboard: the shared ES module as a Panel component."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import panel as pn
+import param
+
+__all__ = ["Countdown", "ESM_PATH"]
+
+ESM_PATH = Path(__file__).resolve().parent.parent / "static" / "countdown.js"
+
+
+class Countdown(pn.custom.AnyWidgetComponent):  # type: ignore[misc]
+    """Ticks in the browser; the server only sends ``expires_at`` and ``status`` changes."""
+
+    _esm = ESM_PATH
+    expires_at = param.Number(default=0.0, doc="epoch seconds, UTC")
+    status = param.String(default="open")

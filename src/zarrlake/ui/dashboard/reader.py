@@ -1,0 +1,118 @@
+"""Reading arrays of a lake at a ref for the dashboard: listing, shape, dims, coordinates."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import zarr
+
+from zarrlake import NotFoundError, Repo, Session
+
+__all__ = ["ArrayInfo", "LakeReader", "coord_label"]
+
+_CACHE = 16
+
+
+@dataclass(frozen=True)
+class ArrayInfo:
+    """One array at one commit: its shape, chunk shape, dimension names and coordinates."""
+
+    path: str
+    shape: tuple[int, ...]
+    chunks: tuple[int, ...]
+    dtype: str
+    dims: tuple[str, ...]
+    coords: dict[str, np.ndarray]  # dim -> coordinate values, when the group has them
+
+    @property
+    def grid(self) -> tuple[int, ...]:
+        """The chunk grid's shape."""
+        return tuple(-(-s // c) if c else 0 for s, c in zip(self.shape, self.chunks, strict=True))
+
+
+def coord_label(values: np.ndarray, start: int, stop: int) -> str:
+    """``first … last`` of ``values[start:stop]`` (dates without their time of day)."""
+    part = values[start:stop]
+    if len(part) == 0:
+        return ""
+
+    def fmt(v: Any) -> str:
+        if isinstance(v, np.datetime64):
+            return str(np.datetime_as_string(v, unit="D"))
+        if isinstance(v, (float, np.floating)):
+            return f"{float(v):.4g}"
+        return str(v)
+
+    a, b = fmt(part[0]), fmt(part[-1])
+    return a if a == b else f"{a} … {b}"
+
+
+class LakeReader:
+    """Read-only sessions per commit (a few cached), and what the dashboard reads through them."""
+
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+        self._sessions: OrderedDict[str, Session] = OrderedDict()
+
+    def session(self, ref: str) -> Session:
+        commit = self.repo.resolve(ref)
+        s = self._sessions.pop(commit, None) or self.repo.readonly_session(commit=commit)
+        self._sessions[commit] = s
+        while len(self._sessions) > _CACHE:
+            self._sessions.popitem(last=False)
+        return s
+
+    def arrays(self, ref: str) -> list[str]:
+        """Paths of every array at ``ref``, sorted."""
+        root = zarr.open_group(self.session(ref).store, mode="r")
+        return sorted(p for p, _ in root.arrays()) + sorted(
+            f"{g}/{p}" for g, grp in root.groups() for p, _ in _walk(grp)
+        )
+
+    def array(self, ref: str, path: str) -> zarr.Array:
+        try:
+            return zarr.open_array(self.session(ref).store, path=path, mode="r")
+        except (FileNotFoundError, KeyError, zarr.errors.NodeTypeValidationError) as exc:
+            raise NotFoundError(f"no array {path!r} at {ref!r}") from exc
+
+    def info(self, ref: str, path: str) -> ArrayInfo:
+        arr = self.array(ref, path)
+        dims = tuple(getattr(arr.metadata, "dimension_names", None) or ())
+        if len(dims) != arr.ndim or not all(dims):
+            dims = tuple(f"dim_{i}" for i in range(arr.ndim))
+        coords = self._coords(ref, path, dims, arr.shape)
+        return ArrayInfo(
+            path, tuple(arr.shape), tuple(arr.chunks), str(arr.dtype), tuple(map(str, dims)), coords
+        )
+
+    def _coords(
+        self, ref: str, path: str, dims: tuple[str, ...], shape: tuple[int, ...]
+    ) -> dict[str, np.ndarray]:
+        """Coordinate arrays named after the dims in the array's group, decoded by xarray."""
+        group, _, name = path.rpartition("/")
+        wanted = [d for d, n in zip(dims, shape, strict=True) if d != name]
+        if not wanted:
+            return {}
+        try:
+            import xarray as xr
+
+            ds = xr.open_zarr(
+                self.session(ref).store, group=group or None, consolidated=False, chunks=None
+            )
+            return {
+                d: np.asarray(ds[d].values)
+                for d, n in zip(dims, shape, strict=True)
+                if d in ds.coords and ds[d].ndim == 1 and ds[d].size == n
+            }
+        except Exception:  # noqa: BLE001 - not an xarray Dataset: label axes by index
+            return {}
+
+
+def _walk(group: zarr.Group) -> list[tuple[str, zarr.Array]]:
+    out: list[tuple[str, zarr.Array]] = list(group.arrays())
+    for g, sub in group.groups():
+        out += [(f"{g}/{p}", a) for p, a in _walk(sub)]
+    return out
