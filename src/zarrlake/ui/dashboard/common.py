@@ -50,5 +50,5 @@ class Writes:
 
     def token_input(self) -> pn.widgets.PasswordInput:
         return pn.widgets.PasswordInput(
-            name="Write token", placeholder="token printed by --allow-writes", width=260
+            label="Write token", placeholder="token printed by --allow-writes", width=260
         )

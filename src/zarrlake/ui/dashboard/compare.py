@@ -50,15 +50,15 @@ class CompareView(Viewer):  # type: ignore[misc]
         refs = ctx.refs()
         sessions = [f"{SESSION_PREFIX}{s.id}" for s in ctx.repo.sessions()]
         self.w_a = pn.widgets.AutocompleteInput(
-            name="A (before)", options=refs, restrict=False, width=220, min_characters=0
+            label="A (before)", options=refs, restrict=False, width=220, min_characters=0
         )
         self.w_b = pn.widgets.AutocompleteInput(
-            name="B (after, or session:<id>)", options=refs + sessions, restrict=False,
+            label="B (after, or session:<id>)", options=refs + sessions, restrict=False,
             width=300, min_characters=0,
         )
-        self.w_array = pn.widgets.Select(name="Array", options=[], width=200)
-        self.w_rows = pn.widgets.Select(name="Rows", options=[], width=110)
-        self.w_cols = pn.widgets.Select(name="Columns", options=[], width=110)
+        self.w_array = pn.widgets.Select(label="Array", options=[], width=200)
+        self.w_rows = pn.widgets.Select(label="Rows", options=[], width=110)
+        self.w_cols = pn.widgets.Select(label="Columns", options=[], width=110)
         for w, p in (
             (self.w_a, "a"), (self.w_b, "b"), (self.w_array, "array"),
             (self.w_rows, "rows"), (self.w_cols, "cols"),
@@ -237,13 +237,13 @@ class CompareView(Viewer):  # type: ignore[misc]
         for a, (dim, n) in enumerate(zip(self.info.dims, self.info.shape, strict=True)):
             if a in (r, c) or n <= 1:
                 continue
-            s = pn.widgets.IntSlider(name=dim, start=0, end=n - 1, value=min(fixed.get(dim, 0), n - 1), width=260)
+            s = pn.widgets.IntSlider(label=dim, start=0, end=n - 1, value=min(fixed.get(dim, 0), n - 1), width=260)
             s.param.watch(self._on_slider, "value_throttled")
             sliders.append(s)
         self.sliders.objects = sliders
 
     def _on_slider(self, _: Any) -> None:
-        self.slice = format_slice({s.name: int(s.value) for s in self.sliders.objects})
+        self.slice = format_slice({s.label: int(s.value) for s in self.sliders.objects})
 
     @param.depends("slice", "rows", "cols", watch=True)
     def _redraw(self) -> None:

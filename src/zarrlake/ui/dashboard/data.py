@@ -34,9 +34,9 @@ class DataView(Viewer):  # type: ignore[misc]
         self.ctx = ctx
         self.info: ArrayInfo | None = None
         self.w_ref = pn.widgets.AutocompleteInput(
-            name="Ref", options=ctx.refs(), restrict=False, width=200, min_characters=0
+            label="Ref", options=ctx.refs(), restrict=False, width=200, min_characters=0
         )
-        self.w_array = pn.widgets.Select(name="Array", options=[], width=200)
+        self.w_array = pn.widgets.Select(label="Array", options=[], width=200)
         self.w_kind = pn.widgets.RadioButtonGroup(options=["image", "line"])
         for w, p in ((self.w_ref, "ref"), (self.w_array, "array"), (self.w_kind, "kind")):
             w.value = getattr(self, p)
@@ -99,7 +99,7 @@ class DataView(Viewer):  # type: ignore[misc]
         return tuple(range(n - k, n))
 
     def _on_slider(self, _: Any) -> None:
-        self.slice = format_slice({s.name: int(s.value) for s in self.sliders.objects})
+        self.slice = format_slice({s.label: int(s.value) for s in self.sliders.objects})
 
     @param.depends("kind", watch=True)
     def _on_kind(self) -> None:
@@ -135,7 +135,7 @@ class DataView(Viewer):  # type: ignore[misc]
 
     def figure(self) -> Any:
         da = self.data_slice()
-        at = ", ".join(f"{s.name}={s.value}" for s in self.sliders.objects)
+        at = ", ".join(f"{s.label}={s.value}" for s in self.sliders.objects)
         self.caption.object = f"`{self.array}` at `{self.ref}`" + (f", {at}" if at else "")
         if da.ndim == 2:
             return da.hvplot.image(

@@ -65,6 +65,7 @@ def graph_plot(g: Graph, shown: list[str]) -> hv.Overlay:
             height=max(260, 32 * len(shown) + 60),
             width=110 * lanes + 220,
             xaxis="top",
+            xlabel="",
             yaxis=None,
             xlim=(-0.5, lanes + 1.2),
             show_grid=False,
@@ -92,10 +93,10 @@ class HistoryView(Viewer):  # type: ignore[misc]
         self.ctx = ctx
         g = ctx.graph()
         authors = sorted({c.author for c in g.commits.values()})
-        self.w_branch = pn.widgets.Select(name="Branch", options=[ALL, *ctx.refs()], width=160)
-        self.w_author = pn.widgets.Select(name="Author", options=[ALL, *authors], width=140)
-        self.w_text = pn.widgets.TextInput(name="Message contains", width=200)
-        self.w_merges = pn.widgets.Checkbox(name="Hide merges")
+        self.w_branch = pn.widgets.Select(label="Branch", options=[ALL, *ctx.refs()], width=160)
+        self.w_author = pn.widgets.Select(label="Author", options=[ALL, *authors], width=140)
+        self.w_text = pn.widgets.TextInput(label="Message contains", width=200)
+        self.w_merges = pn.widgets.Checkbox(label="Hide merges")
         for w, p in (
             (self.w_branch, "branch"),
             (self.w_author, "author"),
@@ -216,8 +217,8 @@ class HistoryView(Viewer):  # type: ignore[misc]
         if not self.ctx.writes.allowed:
             return []
         token = self.ctx.writes.token_input()
-        name = pn.widgets.TextInput(name="New branch or tag name", width=220)
-        on = pn.widgets.Select(name="Revert on branch", options=sorted(self.ctx.repo.branches()))
+        name = pn.widgets.TextInput(label="New branch or tag name", width=220)
+        on = pn.widgets.Select(label="Revert on branch", options=sorted(self.ctx.repo.branches()))
         b_branch = pn.widgets.Button(name="Create branch here", button_type="primary")
         b_tag = pn.widgets.Button(name="Create tag here", button_type="primary")
         b_revert = pn.widgets.Button(name="Revert this commit", button_type="warning")

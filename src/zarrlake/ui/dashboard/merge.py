@@ -33,8 +33,8 @@ class MergeView(Viewer):  # type: ignore[misc]
         if not self.source:
             with param.parameterized.discard_events(self):
                 self.source = next((b for b in branches if b != self.into), self.into)
-        self.w_source = pn.widgets.Select(name="Merge", options=ctx.refs(), width=200)
-        self.w_into = pn.widgets.Select(name="into branch", options=branches, width=200)
+        self.w_source = pn.widgets.Select(label="Merge", options=ctx.refs(), width=200)
+        self.w_into = pn.widgets.Select(label="into branch", options=branches, width=200)
         for w, p in ((self.w_source, "source"), (self.w_into, "into")):
             if getattr(self, p) not in w.options:
                 w.options = [*w.options, getattr(self, p)]
