@@ -112,7 +112,7 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
-    ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1700})
     pg = ctx.new_page()
     yield pg
     ctx.close()

@@ -48,44 +48,57 @@ class Dashboard(Viewer):  # type: ignore[misc]
             sizing_mode="stretch_width",
         )
         self._loaded = False
+        self._served = False
 
     # -- building ------------------------------------------------------------------------------
 
     def load(self) -> None:
-        """Open the lake and build every page (slow catalog work: call after the page shows)."""
+        """Open the lake and build the page shown (slow catalog work: call after the page
+        appears). The other pages are built when first shown."""
         if self._loaded:
             return
         self._loaded = True
-        from zarrlake.ui.dashboard.compare import CompareView
         from zarrlake.ui.dashboard.context import Context
-        from zarrlake.ui.dashboard.data import DataView
-        from zarrlake.ui.dashboard.history import HistoryView
-        from zarrlake.ui.dashboard.merge import MergeView
-        from zarrlake.ui.dashboard.overview import OverviewView
-        from zarrlake.ui.dashboard.sessions import SessionsView
 
         try:
             repo = self._source if isinstance(self._source, Repo) else self._source()
-            ctx = Context(repo, self.writes)
-            self.views = {
-                "overview": OverviewView(ctx),
-                "history": HistoryView(ctx),
-                "compare": CompareView(ctx),
-                "merge": MergeView(ctx),
-                "data": DataView(ctx),
-                "sessions": SessionsView(ctx),
-            }
+            self.ctx = Context(repo, self.writes)
+            repo.branches()  # reach the catalog now: an unreachable one fails here, clearly
         except Exception as exc:  # noqa: BLE001 - a clear message on the page, not a trace
             self.error = exc
             self.body.objects = [error_alert(exc)]
             return
         self.tabs.objects = [
-            pn.Column(v, name=name.capitalize(), sizing_mode="stretch_width")
-            for name, v in self.views.items()
+            pn.Column(name=name.capitalize(), sizing_mode="stretch_width") for name in PAGES
         ]
         self.tabs.active = PAGES.index(self.page)
         self.tabs.param.watch(self._on_tab, "active")
         self.body.objects = [self.tabs]
+        self.view(self.page)
+
+    def view(self, name: str) -> Any:
+        """The page ``name``, built on first use."""
+        if name not in self.views:
+            from zarrlake.ui.dashboard import compare, data, history, merge, overview, sessions
+
+            cls = {
+                "overview": overview.OverviewView,
+                "history": history.HistoryView,
+                "compare": compare.CompareView,
+                "merge": merge.MergeView,
+                "data": data.DataView,
+                "sessions": sessions.SessionsView,
+            }[name]
+            holder = self.tabs.objects[PAGES.index(name)]
+            try:
+                v = self.views[name] = cls(self.ctx, **_url_values(cls))
+            except Exception as exc:  # noqa: BLE001 - one broken page must not break the others
+                holder.objects = [error_alert(exc)]
+                return None
+            if self._served:
+                self._hook(v)
+            holder.objects = [v]
+        return self.views[name]
 
     def _on_tab(self, event: param.parameterized.Event) -> None:
         self.page = PAGES[event.new]
@@ -94,18 +107,23 @@ class Dashboard(Viewer):  # type: ignore[misc]
     def _on_page(self) -> None:
         if self.tabs.objects:
             self.tabs.active = PAGES.index(self.page)
+            self.view(self.page)
+
+    def _hook(self, v: Any) -> None:
+        loc = pn.state.location
+        sync = getattr(v, "url_params", None)
+        if loc is not None and sync:
+            loc.sync(v, sync)
+        if hasattr(v, "start"):
+            v.start()
 
     def serve_session(self) -> None:
         """Hook this dashboard to the browser session: URL sync, polling, cleanup."""
-        loc = pn.state.location
-        if loc is not None:
-            loc.sync(self, {"page": "page"})
+        self._served = True
+        if pn.state.location is not None:
+            pn.state.location.sync(self, {"page": "page"})
         for v in self.views.values():
-            sync = getattr(v, "url_params", None)
-            if loc is not None and sync:
-                loc.sync(v, sync)
-            if hasattr(v, "start"):
-                v.start()
+            self._hook(v)
 
         def stop(_: Any) -> None:
             for v in self.views.values():
@@ -117,6 +135,7 @@ class Dashboard(Viewer):  # type: ignore[misc]
     def __panel__(self) -> pn.viewable.Viewable:
         if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
             def ready() -> None:
+                self.page = _page_from_url(self.page)
                 self.load()
                 self.serve_session()
 
@@ -137,6 +156,33 @@ class Dashboard(Viewer):  # type: ignore[misc]
             raw_css=[CSS],
         )
         return tpl
+
+
+def _url_values(cls: Any) -> dict[str, Any]:
+    """A page's parameters given in the URL, so a deep link is computed once, not twice."""
+    args = pn.state.session_args or {}
+    out: dict[str, Any] = {}
+    for p, q in getattr(cls, "url_params", {}).items():
+        if q in args:
+            raw = args[q][0]
+            text = raw.decode() if isinstance(raw, bytes) else str(raw)
+            kind = cls.param[p]
+            if isinstance(kind, param.Boolean):
+                out[p] = text.lower() in ("true", "1", "yes")
+            elif isinstance(kind, param.Selector):
+                if text in kind.objects:
+                    out[p] = text
+            else:
+                out[p] = text
+    return out
+
+
+def _page_from_url(default: str) -> str:
+    """The ``page`` query argument, so the first page built is the one the link names."""
+    args = pn.state.session_args or {}
+    raw = args.get("page", [b""])[0]
+    name = raw.decode() if isinstance(raw, bytes) else str(raw)
+    return name if name in PAGES else default
 
 
 CSS = """

@@ -34,10 +34,10 @@ class CompareView(Viewer):  # type: ignore[misc]
 
     a = param.String(default="main~1")
     b = param.String(default="main")
-    array = param.String(default="", doc="array path for the chunk map")
+    array = param.String(default="", allow_None=True, doc="array path for the chunk map")
     slice = param.String(default="", doc="element index of the axes not shown: dim=i,...")
-    rows = param.String(default="", doc="dim shown as rows")
-    cols = param.String(default="", doc="dim shown as columns")
+    rows = param.String(default="", allow_None=True, doc="dim shown as rows")
+    cols = param.String(default="", allow_None=True, doc="dim shown as columns")
 
     url_params = {"a": "a", "b": "b", "array": "array", "slice": "slice"}
 

@@ -23,7 +23,7 @@ class DataView(Viewer):  # type: ignore[misc]
     """``ref`` + ``array`` + ``slice`` -> a plot of one 2-D (image) or 1-D (line) slice."""
 
     ref = param.String(default="main")
-    array = param.String(default="")
+    array = param.String(default="", allow_None=True)
     kind = param.Selector(default="image", objects=["image", "line"])
     slice = param.String(default="")
 
