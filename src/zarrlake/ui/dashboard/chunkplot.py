@@ -39,13 +39,12 @@ def _range(info: ArrayInfo, axis: int | None, i0: int, i1: int) -> str:
     return f"[{a}:{b}]"
 
 
-def chunkmap_plot(m: ChunkMap, info: ArrayInfo, height: int = 420) -> hv.Element:
+def chunkmap_plot(m: ChunkMap, info: ArrayInfo, height: int = 480) -> hv.Element:
     n_rows, n_cols = m.cells.shape
     br, bc = m.block
     opts = dict(
         xlabel=_axis_label(info, m.cols_axis),
         ylabel=_axis_label(info, m.rows_axis),
-        invert_yaxis=True,
         height=height,
         responsive=True,
         title="",
@@ -65,19 +64,35 @@ def chunkmap_plot(m: ChunkMap, info: ArrayInfo, height: int = 420) -> hv.Element
                 "cols": [_range(info, m.cols_axis, int(j) * bc, int(j) * bc + bc - 1) for j in c],
             }
         )
-        return hv.Rectangles(df, ["x0", "y0", "x1", "y1"], ["status", "code", "chunk", "rows", "cols"]).opts(
+        ticks = {
+            "xticks": _ticks(info, m.cols_axis, n_cols, bc),
+            "yticks": _ticks(info, m.rows_axis, n_rows, br),
+        }
+        return hv.Rectangles(
+            df, ["x0", "y0", "x1", "y1"], ["status", "code", "chunk", "rows", "cols"]
+        ).opts(
             color="code", cmap=COLORS, clim=(-0.5, 3.5), line_color="white", line_width=0.5,
-            tools=["hover"], colorbar=False, **opts,
+            tools=["hover"], colorbar=False, **{k: v for k, v in ticks.items() if v}, **opts,
         )
     img = hv.Image(
-        m.cells[::-1].astype(float),  # Image rows go up; flip so chunk row 0 is on top
+        m.cells[::-1].astype(float),  # Image rows run top-down; flip so chunk row 0 is at y=0
         bounds=(0, 0, n_cols * bc, n_rows * br),
         vdims=["code"],
     )
     return img.opts(
         cmap=COLORS, clim=(-0.5, 3.5), tools=["hover"], colorbar=False,
-        **{k: v for k, v in opts.items() if k != "invert_yaxis"},
+        **opts,
     )
+
+
+MAX_TICKS = 16
+
+
+def _ticks(info: ArrayInfo, axis: int | None, n: int, block: int) -> list[tuple[float, str]]:
+    """Coordinate ranges at cell centres, when there are few enough cells to read them."""
+    if axis is None or n > MAX_TICKS or info.dims[axis] not in info.coords:
+        return []
+    return [(i + 0.5, _range(info, axis, i * block, i * block + block - 1)) for i in range(n)]
 
 
 def _chunk_text(m: ChunkMap, i: int, j: int) -> str:

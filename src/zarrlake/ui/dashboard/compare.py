@@ -280,13 +280,17 @@ class CompareView(Viewer):  # type: ignore[misc]
             cmap = "RdBu_r" if "−" in label else "viridis"
             lim = float(np.nanmax(np.abs(v))) if "−" in label and v.size else None
             imgs.append(
-                hv.Image(v[::-1], bounds=(0, 0, v.shape[1], v.shape[0]), label=label).opts(
-                    cmap=cmap, colorbar=True, responsive=True, height=260, title=label,
+                hv.Image(
+                    v[::-1],  # row 0 at the bottom, as in the chunk map
+                    bounds=(0, 0, v.shape[1], v.shape[0]),
+                    vdims=[label.replace(" ", "")],
+                ).opts(
+                    cmap=cmap, colorbar=True, responsive=True, height=230, title=label,
                     clim=(-lim, lim) if lim else (None, None), tools=["hover"],
-                    xlabel=self.cols, ylabel=self.rows,
+                    xlabel=f"{self.cols} (index)", ylabel=f"{self.rows} (index)",
                 )
             )
-        self.values.object = hv.Layout(imgs).cols(3) if imgs else None
+        self.values.object = hv.Layout(imgs).cols(2) if imgs else None
 
     def __panel__(self) -> pn.viewable.Viewable:
         return pn.Column(
@@ -304,8 +308,13 @@ class CompareView(Viewer):  # type: ignore[misc]
                 '<span style="color:#999">■ unchanged</span>'
             ),
             self.map_state,
-            self.map_plot,
-            "### Values of this slice (A, B, A − B)",
-            self.values,
+            pn.Row(
+                pn.Column("#### Chunks", self.map_plot, sizing_mode="stretch_width"),
+                pn.Column(
+                    "#### Values of this slice: A, B, A − B", self.values,
+                    sizing_mode="stretch_width",
+                ),
+                sizing_mode="stretch_width",
+            ),
             sizing_mode="stretch_width",
         )

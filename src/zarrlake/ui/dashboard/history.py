@@ -217,7 +217,9 @@ class HistoryView(Viewer):  # type: ignore[misc]
         if not self.ctx.writes.allowed:
             return []
         token = self.ctx.writes.token_input()
-        name = pn.widgets.TextInput(label="New branch or tag name", width=220)
+        name = pn.widgets.TextInput(
+            label="New branch or tag name", placeholder="new ref name", width=220
+        )
         on = pn.widgets.Select(label="Revert on branch", options=sorted(self.ctx.repo.branches()))
         b_branch = pn.widgets.Button(name="Create branch here", button_type="primary")
         b_tag = pn.widgets.Button(name="Create tag here", button_type="primary")
