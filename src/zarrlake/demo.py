@@ -48,7 +48,7 @@ class DemoReport:
 
 def climate_dataset() -> xr.Dataset:
     """A year of monthly surface temperature (K) and precipitation (mm/day) on a 5° grid."""
-    import pandas as pd
+    import pandas as pd  # type: ignore[import-untyped, unused-ignore]
     import xarray as xr
 
     time_ = pd.date_range("2025-01-01", periods=N_TIME, freq="MS")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import secrets
 import sys
 from pathlib import Path
@@ -29,7 +30,7 @@ def _serve(opener: Any, args: argparse.Namespace, *, allow_writes: bool = False)
         else:
             print("read-only (start with --allow-writes to create branches, tags, merges)")
 
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         serve(
             opener,
             host=args.host,
@@ -39,8 +40,6 @@ def _serve(opener: Any, args: argparse.Namespace, *, allow_writes: bool = False)
             token=token,
             ready=ready,
         )
-    except KeyboardInterrupt:
-        pass
     return 0
 
 
@@ -77,9 +76,7 @@ def _server_args(sp: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    demo = sub.add_parser(
-        "demo", help="build a demo climate lake and serve the dashboard on it"
-    )
+    demo = sub.add_parser("demo", help="build a demo climate lake and serve the dashboard on it")
     demo.add_argument("path", nargs="?", default="my-lake")
     demo.add_argument("--force", action="store_true", help="rebuild the demo lake at PATH")
     demo.add_argument("--no-serve", action="store_true", help="only build the lake")

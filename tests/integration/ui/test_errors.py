@@ -37,13 +37,12 @@ def _error_page(page: Any, url: str) -> str:
     return msg
 
 
-def test_a_lake_path_that_does_not_exist(
-    serve_opener: Any, page: Any, tmp_path: Path
-) -> None:
+def test_a_lake_path_that_does_not_exist(serve_opener: Any, page: Any, tmp_path: Path) -> None:
     missing = tmp_path / "no-lake-here"
     srv = serve_opener(lambda: zarrlake.Repo.open(missing))
     msg = _error_page(page, srv.url)
-    assert msg.startswith("not_found") and "no-lake-here" in msg
+    assert msg.startswith("not_found")
+    assert "no-lake-here" in msg
     assert not missing.exists()  # nothing created
 
 

@@ -67,7 +67,8 @@ def test_history_picking_a_row_shows_its_details(server: Server, page: Any) -> N
     i = next(i for i, r in enumerate(rows) if "Calibrate Q1" in r)
     p.pick_row(i)
     wait_until(lambda: "CLIM-12" in p.details())  # its metadata
-    assert "page=history" in page.url and "commit=" in page.url
+    assert "page=history" in page.url
+    assert "commit=" in page.url
 
 
 @pytest.mark.parametrize("theme", ["default", "dark"])
@@ -84,7 +85,9 @@ def test_compare_chunk_map_marks_exactly_the_changed_chunks(
     assert state["fixed"] == {"time": 10}
     shown = {tuple(c) for c in state["changed"]}
     assert shown == {c for c in expected if c[0] == 10}
-    assert shown and state["added"] == [] and state["removed"] == []
+    assert shown
+    assert state["added"] == []
+    assert state["removed"] == []
     p.screenshot(f"compare-{theme}")
 
 
@@ -92,7 +95,8 @@ def test_compare_chunk_map_marks_exactly_the_changed_chunks(
 def test_merge_preview_lists_the_conflicts(server: Server, page: Any, theme: str) -> None:
     p = MergePage(page, server.url).open(theme=theme, source="experiment", into="main")
     rows = wait_until(p.conflict_rows)
-    assert len(rows) == 3 and all("chunk written on both sides" in r for r in rows)
+    assert len(rows) == 3
+    assert all("chunk written on both sides" in r for r in rows)
     assert p.has_text("3 conflict(s)")
     p.screenshot(f"merge-{theme}")
 
@@ -101,7 +105,8 @@ def test_merge_preview_lists_the_conflicts(server: Server, page: Any, theme: str
 def test_data_page_plots_an_array_at_a_tag(server: Server, page: Any, theme: str) -> None:
     p = DataPage(page, server.url).open(theme=theme, ref="v1.0", var="temperature", at="time=3")
     wait_until(lambda: "time=3" in p.caption())
-    assert "temperature" in p.caption() and "v1.0" in p.caption()
+    assert "temperature" in p.caption()
+    assert "v1.0" in p.caption()
     assert page.locator(".zl-data-plot canvas").count() > 0
     p.screenshot(f"data-{theme}")
 

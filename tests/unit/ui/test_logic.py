@@ -54,28 +54,33 @@ def test_preview_of_disjoint_changes_is_clean_and_the_merge_agrees(tmp_path: Pat
         zarr.open_array(s.store, path="a")[sel] = 7
         s.commit(f"write on {branch}")
     p = preview_merge(repo, load_graph(repo), "b", "main")
-    assert p.outcome == "merge" and p.conflicts == []
+    assert p.outcome == "merge"
+    assert p.conflicts == []
     repo.merge("b", "main")
     assert preview_merge(repo, load_graph(repo), "b", "main").outcome == "up to date"
 
 
 def test_chunk_map_of_one_slice_marks_only_that_slice() -> None:
     node = NodeDiff(
-        "t", "modified", "array",
+        "t",
+        "modified",
+        "array",
         chunks_changed=frozenset({(1, 0, 2), (1, 1, 1), (2, 0, 0)}),
         chunks_added=frozenset({(1, 2, 2)}),
     )
     m = chunk_map(node, (3, 3, 3), fixed={0: 1})
     assert m.listed["changed"] == [(1, 0, 2), (1, 1, 1)]
     assert m.listed["added"] == [(1, 2, 2)]
-    assert m.cells[0, 2] == CHANGED and m.cells[0, 0] == 0
+    assert m.cells[0, 2] == CHANGED
+    assert m.cells[0, 0] == 0
     assert m.counts == {"added": 1, "changed": 3, "removed": 0}
 
 
 def test_a_million_chunk_grid_is_drawn_in_blocks() -> None:
     node = NodeDiff("big", "modified", "array", chunks_changed=frozenset({(999, 999), (0, 5)}))
     m = chunk_map(node, (1000, 1000))
-    assert m.aggregated and max(m.cells.shape) <= 400
+    assert m.aggregated
+    assert max(m.cells.shape) <= 400
     br, bc = m.block
     assert m.cells[999 // br, 999 // bc] == CHANGED
     assert m.cells[0, 5 // bc] == CHANGED

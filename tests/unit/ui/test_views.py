@@ -22,7 +22,8 @@ from zarrlake.ui.dashboard.sessions import SessionsView
 
 def test_overview_counts(demo_lake: zarrlake.Repo) -> None:
     v = OverviewView(Context(demo_lake))
-    assert v.counts["branches"] == 2 and v.counts["tags"] == 1
+    assert v.counts["branches"] == 2
+    assert v.counts["tags"] == 1
     assert v.counts["commits"] == 11
     assert list(v.table.value["ref"]) == ["main", "experiment", "v1.0"]
 
@@ -31,7 +32,8 @@ def test_history_filters_by_author_and_hides_merges(demo_lake: zarrlake.Repo) ->
     v = HistoryView(Context(demo_lake))
     g = v.ctx.graph()
     v.author = "ben"
-    assert v.shown() and all(g.commits[c].author == "ben" for c in v.shown())
+    assert v.shown()
+    assert all(g.commits[c].author == "ben" for c in v.shown())
     v.author = "(all)"
     v.hide_merges = True
     assert all(len(g.commits[c].parents) < 2 for c in v.shown())
@@ -58,15 +60,18 @@ def test_compare_marks_exactly_the_changed_chunks(demo_lake: zarrlake.Repo) -> N
 def test_compare_opens_on_the_first_changed_slice(demo_lake: zarrlake.Repo) -> None:
     after = commit_by_message(demo_lake, "Cool southern December")
     v = CompareView(Context(demo_lake), a=f"{after}~1", b=after)
-    assert v.array == "temperature" and v.slice == "time=11"
-    assert v.map is not None and v.map.slice_counts["changed"] == 3
+    assert v.array == "temperature"
+    assert v.slice == "time=11"
+    assert v.map is not None
+    assert v.map.slice_counts["changed"] == 3
 
 
 def test_compare_against_a_sessions_staged_work(demo_lake: zarrlake.Repo) -> None:
     s = demo_lake.writable_session("main", expires_in=timedelta(minutes=5))
     zarr.open_array(s.store, path="precipitation")[2, 0, 0] = 99.0
     v = CompareView(Context(demo_lake), b=f"session:{s.id}", array="precipitation")
-    assert v.diff is not None and v.diff["precipitation"].chunks_changed == {(2, 0, 0)}
+    assert v.diff is not None
+    assert v.diff["precipitation"].chunks_changed == {(2, 0, 0)}
     assert v.slice == "time=2"
     s.abandon()
 

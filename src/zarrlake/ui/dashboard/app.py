@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-calls=False
 """The dashboard: pages as tabs, the page state in the URL, a template with a theme toggle."""
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ PAGES = ["overview", "history", "compare", "merge", "data", "sessions"]
 RepoSource = Repo | Callable[[], Repo]
 
 
-class Dashboard(Viewer):  # type: ignore[misc]
+class Dashboard(Viewer):
     """The commit browser of one repo.
 
     ``repo`` may be a :class:`zarrlake.Repo` or a function that opens one: then opening
@@ -27,7 +28,7 @@ class Dashboard(Viewer):  # type: ignore[misc]
     message on the page. Writes exist only with ``allow_writes``, and each needs ``token``.
     """
 
-    page = param.Selector(default="overview", objects=PAGES)
+    page = param.Selector(default="overview", objects=PAGES)  # type: ignore[var-annotated]
 
     def __init__(
         self,
@@ -64,7 +65,7 @@ class Dashboard(Viewer):  # type: ignore[misc]
             repo = self._source if isinstance(self._source, Repo) else self._source()
             self.ctx = Context(repo, self.writes)
             repo.branches()  # reach the catalog now: an unreachable one fails here, clearly
-        except Exception as exc:  # noqa: BLE001 - a clear message on the page, not a trace
+        except Exception as exc:
             self.error = exc
             self.body.objects = [error_alert(exc)]
             return
@@ -92,7 +93,7 @@ class Dashboard(Viewer):  # type: ignore[misc]
             holder = self.tabs.objects[PAGES.index(name)]
             try:
                 v = self.views[name] = cls(self.ctx, **_url_values(cls))
-            except Exception as exc:  # noqa: BLE001 - one broken page must not break the others
+            except Exception as exc:
                 holder.objects = [error_alert(exc)]
                 return None
             if self._served:
@@ -134,6 +135,7 @@ class Dashboard(Viewer):  # type: ignore[misc]
 
     def __panel__(self) -> pn.viewable.Viewable:
         if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
+
             def ready() -> None:
                 self.page = _page_from_url(self.page)
                 self.load()

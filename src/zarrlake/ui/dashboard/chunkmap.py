@@ -69,11 +69,7 @@ def chunk_map(
         rows_axis, cols_axis = None, 0
     else:
         rows_axis = cols_axis = None
-    fix = {
-        a: int((fixed or {}).get(a, 0))
-        for a in range(ndim)
-        if a not in (rows_axis, cols_axis)
-    }
+    fix = {a: int((fixed or {}).get(a, 0)) for a in range(ndim) if a not in (rows_axis, cols_axis)}
     n_rows = grid[rows_axis] if rows_axis is not None else 1
     n_cols = grid[cols_axis] if cols_axis is not None else 1
     full = np.zeros((n_rows, n_cols), dtype=np.int8)
@@ -81,10 +77,14 @@ def chunk_map(
     slice_counts: dict[str, int] = {}
     listed: dict[str, list[tuple[int, ...]]] = {}
     sets = (
-        (ADDED, node.chunks_added),
-        (CHANGED, node.chunks_changed),
-        (REMOVED, node.chunks_removed),
-    ) if node is not None else ()
+        (
+            (ADDED, node.chunks_added),
+            (CHANGED, node.chunks_changed),
+            (REMOVED, node.chunks_removed),
+        )
+        if node is not None
+        else ()
+    )
     for code, chunks in sets:
         name = STATUS[code]
         counts[name] = len(chunks)
@@ -98,15 +98,13 @@ def chunk_map(
         k = c[:, cols_axis] if cols_axis is not None else np.zeros(len(c), dtype=np.int64)
         inside = (r < n_rows) & (k < n_cols)
         full[r[inside], k[inside]] = np.maximum(full[r[inside], k[inside]], code)
-        slice_counts[name] = int(len(c))
+        slice_counts[name] = len(c)
         if len(c) <= MAX_LISTED:
             listed[name] = sorted(tuple(int(x) for x in row) for row in c)
     br = max(1, -(-n_rows // max_side))
     bc = max(1, -(-n_cols // max_side))
     cells = _aggregate(full, br, bc) if (br, bc) != (1, 1) else full
-    return ChunkMap(
-        cells, rows_axis, cols_axis, fix, (br, bc), grid, counts, slice_counts, listed
-    )
+    return ChunkMap(cells, rows_axis, cols_axis, fix, (br, bc), grid, counts, slice_counts, listed)
 
 
 def _aggregate(full: np.ndarray, br: int, bc: int) -> np.ndarray:
@@ -118,4 +116,5 @@ def _aggregate(full: np.ndarray, br: int, bc: int) -> np.ndarray:
     pad[:r, :c] = rank
     agg = pad.reshape(pad.shape[0] // br, br, pad.shape[1] // bc, bc).max(axis=(1, 3))
     unrank = np.array([0, ADDED, REMOVED, CHANGED], dtype=np.int8)
-    return unrank[agg]
+    out: np.ndarray = unrank[agg]
+    return out

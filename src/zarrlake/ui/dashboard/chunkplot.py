@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-calls=False
 """Drawing a :class:`ChunkMap`: cells with hover details when few, an image when many."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ import json
 
 import holoviews as hv  # type: ignore[import-untyped]
 import numpy as np
-import pandas as pd
+import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
 from zarrlake.ui.dashboard.chunkmap import STATUS, ChunkMap
 from zarrlake.ui.dashboard.reader import ArrayInfo, coord_label
@@ -42,21 +43,24 @@ def _range(info: ArrayInfo, axis: int | None, i0: int, i1: int) -> str:
 def chunkmap_plot(m: ChunkMap, info: ArrayInfo, height: int = 480) -> hv.Element:
     n_rows, n_cols = m.cells.shape
     br, bc = m.block
-    opts = dict(
-        xlabel=_axis_label(info, m.cols_axis),
-        ylabel=_axis_label(info, m.rows_axis),
-        height=height,
-        responsive=True,
-        title="",
-        toolbar="above",
-    )
+    opts = {
+        "xlabel": _axis_label(info, m.cols_axis),
+        "ylabel": _axis_label(info, m.rows_axis),
+        "height": height,
+        "responsive": True,
+        "title": "",
+        "toolbar": "above",
+    }
     if n_rows * n_cols <= MAX_RECTS:
         r, c = np.indices((n_rows, n_cols))
         r, c = r.ravel(), c.ravel()
         codes = m.cells.ravel()
         df = pd.DataFrame(
             {
-                "x0": c, "y0": r, "x1": c + 1, "y1": r + 1,
+                "x0": c,
+                "y0": r,
+                "x1": c + 1,
+                "y1": r + 1,
                 "status": [STATUS[int(k)] for k in codes],
                 "code": codes.astype(int),
                 "chunk": [_chunk_text(m, int(i), int(j)) for i, j in zip(r, c, strict=True)],
@@ -71,8 +75,15 @@ def chunkmap_plot(m: ChunkMap, info: ArrayInfo, height: int = 480) -> hv.Element
         return hv.Rectangles(
             df, ["x0", "y0", "x1", "y1"], ["status", "code", "chunk", "rows", "cols"]
         ).opts(
-            color="code", cmap=COLORS, clim=(-0.5, 3.5), line_color="white", line_width=0.5,
-            tools=["hover"], colorbar=False, **{k: v for k, v in ticks.items() if v}, **opts,
+            color="code",
+            cmap=COLORS,
+            clim=(-0.5, 3.5),
+            line_color="white",
+            line_width=0.5,
+            tools=["hover"],
+            colorbar=False,
+            **{k: v for k, v in ticks.items() if v},
+            **opts,
         )
     img = hv.Image(
         m.cells[::-1].astype(float),  # Image rows run top-down; flip so chunk row 0 is at y=0
@@ -80,7 +91,10 @@ def chunkmap_plot(m: ChunkMap, info: ArrayInfo, height: int = 480) -> hv.Element
         vdims=["code"],
     )
     return img.opts(
-        cmap=COLORS, clim=(-0.5, 3.5), tools=["hover"], colorbar=False,
+        cmap=COLORS,
+        clim=(-0.5, 3.5),
+        tools=["hover"],
+        colorbar=False,
         **opts,
     )
 
@@ -113,11 +127,11 @@ def chunkmap_state_html(m: ChunkMap, info: ArrayInfo) -> str:
     fixed = ", ".join(f"{info.dims[a]} chunk {i}" for a, i in sorted(m.fixed.items()))
     sc = m.slice_counts
     text = (
-        f"{info.path}: grid {'×'.join(map(str, m.grid))} chunks"
+        f"{info.path}: grid {'x'.join(map(str, m.grid))} chunks"
         + (f"; slice {fixed}" if fixed else "")
         + f"; in this slice {sc.get('added', 0)} added, {sc.get('changed', 0)} changed, "
         f"{sc.get('removed', 0)} removed"
-        + (f"; shown in blocks of {m.block[0]}×{m.block[1]} chunks" if m.aggregated else "")
+        + (f"; shown in blocks of {m.block[0]}x{m.block[1]} chunks" if m.aggregated else "")
     )
     attrs = {
         "data-array": info.path,

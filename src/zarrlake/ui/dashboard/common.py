@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-calls=False
 """Small helpers every page shares: error messages, short ids, times, the write guard."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-calls=False
 """Compare page: two refs (or a branch and a session's staged work), node by node, field by
 field, and for one array the chunk map beside the values A, B and A-B of one slice."""
 
@@ -7,7 +8,7 @@ from typing import Any
 
 import holoviews as hv  # type: ignore[import-untyped]
 import numpy as np
-import pandas as pd
+import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 import panel as pn
 import param
 from panel.viewable import Viewer
@@ -29,7 +30,7 @@ def _v(x: Any) -> str:
     return "—" if repr(x) == "<absent>" else repr(x)  # a field missing on one side
 
 
-class CompareView(Viewer):  # type: ignore[misc]
+class CompareView(Viewer):
     """``a`` -> ``b``: ``b`` may be ``session:<id>`` (its staged changes against its base)."""
 
     a = param.String(default="main~1")
@@ -53,15 +54,21 @@ class CompareView(Viewer):  # type: ignore[misc]
             label="A (before)", options=refs, restrict=False, width=220, min_characters=0
         )
         self.w_b = pn.widgets.AutocompleteInput(
-            label="B (after, or session:<id>)", options=refs + sessions, restrict=False,
-            width=300, min_characters=0,
+            label="B (after, or session:<id>)",
+            options=refs + sessions,
+            restrict=False,
+            width=300,
+            min_characters=0,
         )
         self.w_array = pn.widgets.Select(label="Array", options=[], width=200)
         self.w_rows = pn.widgets.Select(label="Rows", options=[], width=110)
         self.w_cols = pn.widgets.Select(label="Columns", options=[], width=110)
         for w, p in (
-            (self.w_a, "a"), (self.w_b, "b"), (self.w_array, "array"),
-            (self.w_rows, "rows"), (self.w_cols, "cols"),
+            (self.w_a, "a"),
+            (self.w_b, "b"),
+            (self.w_array, "array"),
+            (self.w_rows, "rows"),
+            (self.w_cols, "cols"),
         ):
             w.value = getattr(self, p)
             w.link(self, value=p, bidirectional=True)
@@ -69,11 +76,17 @@ class CompareView(Viewer):  # type: ignore[misc]
         self.message = pn.Column()
         self.summary = pn.pane.Markdown("", css_classes=["zl-diff-summary"])
         self.nodes = pn.widgets.Tabulator(
-            pd.DataFrame(), disabled=True, show_index=False, sizing_mode="stretch_width",
+            pd.DataFrame(),
+            disabled=True,
+            show_index=False,
+            sizing_mode="stretch_width",
             css_classes=["zl-diff-nodes"],
         )
         self.fields = pn.widgets.Tabulator(
-            pd.DataFrame(), disabled=True, show_index=False, sizing_mode="stretch_width",
+            pd.DataFrame(),
+            disabled=True,
+            show_index=False,
+            sizing_mode="stretch_width",
             css_classes=["zl-diff-fields"],
         )
         self.map_plot = pn.pane.HoloViews(sizing_mode="stretch_width", min_height=300)
@@ -87,7 +100,7 @@ class CompareView(Viewer):  # type: ignore[misc]
     def _sides(self) -> tuple[str, Any, Any]:
         """(label, A reader, B reader): a reader maps an array path to a zarr array or None."""
         if self.b.startswith(SESSION_PREFIX):
-            s = self.ctx.repo.session(self.b[len(SESSION_PREFIX):])
+            s = self.ctx.repo.session(self.b[len(SESSION_PREFIX) :])
             base = s.status().before or ""
             return base, self._opener(base), self._opener(None, session=s)
         return self.a, self._opener(self.a), self._opener(self.b)
@@ -100,21 +113,21 @@ class CompareView(Viewer):  # type: ignore[misc]
                 if session is not None:
                     return zarr.open_array(session.store, path=path, mode="r")
                 return self.ctx.reader.array(ref or "", path)
-            except Exception:  # noqa: BLE001 - the array does not exist on this side
+            except Exception:
                 return None
 
         return open_
 
     def compute_diff(self) -> Diff:
         if self.b.startswith(SESSION_PREFIX):
-            return self.ctx.repo.session(self.b[len(SESSION_PREFIX):]).status()
+            return self.ctx.repo.session(self.b[len(SESSION_PREFIX) :]).status()
         return self.ctx.repo.diff(self.a, self.b)
 
     @param.depends("a", "b", watch=True)
     def _compute(self) -> None:
         try:
             self.diff = self.compute_diff()
-        except Exception as exc:  # noqa: BLE001 - unknown ref, closed session: on the page
+        except Exception as exc:
             self.diff = None
             self.message.objects = [error_alert(exc)]
             self.summary.object = ""
@@ -133,10 +146,13 @@ class CompareView(Viewer):  # type: ignore[misc]
         self.nodes.value = pd.DataFrame(
             [
                 {
-                    "path": "/" + n.path, "status": n.status, "type": n.node_type,
+                    "path": "/" + n.path,
+                    "status": n.status,
+                    "type": n.node_type,
                     "metadata": "; ".join(str(f) for f in n.metadata),
                     "attributes": "; ".join(c.field for c in n.attributes),
-                    "chunks +": len(n.chunks_added), "chunks ~": len(n.chunks_changed),
+                    "chunks +": len(n.chunks_added),
+                    "chunks ~": len(n.chunks_changed),
                     "chunks -": len(n.chunks_removed),
                 }
                 for n in d
@@ -144,8 +160,13 @@ class CompareView(Viewer):  # type: ignore[misc]
         )
         self.fields.value = pd.DataFrame(
             [
-                {"path": "/" + n.path, "kind": kind, "field": f.field,
-                 "before": _v(f.before), "after": _v(f.after)}
+                {
+                    "path": "/" + n.path,
+                    "kind": kind,
+                    "field": f.field,
+                    "before": _v(f.before),
+                    "after": _v(f.after),
+                }
                 for n in d
                 for kind, fs in (("metadata", n.metadata), ("attribute", n.attributes))
                 for f in fs
@@ -162,7 +183,11 @@ class CompareView(Viewer):  # type: ignore[misc]
     # -- one array -----------------------------------------------------------------------------
 
     def node(self) -> NodeDiff | None:
-        return self.diff[self.array] if self.diff is not None and self.array in self.diff else None
+        return (
+            self.diff[self.array]
+            if self.diff is not None and self.array and self.array in self.diff
+            else None
+        )
 
     @param.depends("array", watch=True)
     def _on_array(self) -> None:
@@ -181,7 +206,7 @@ class CompareView(Viewer):  # type: ignore[misc]
                 self.info = self._info_from(arr)
             else:
                 self.info = self.ctx.reader.info(side, self.array)
-        except Exception as exc:  # noqa: BLE001 - shown on the page
+        except Exception as exc:
             self.map_state.object = ""
             self.message.objects = [error_alert(exc)]
             return
@@ -203,8 +228,14 @@ class CompareView(Viewer):  # type: ignore[misc]
         dims = tuple(getattr(arr.metadata, "dimension_names", None) or ())
         if len(dims) != arr.ndim or not all(dims):
             dims = tuple(f"dim_{i}" for i in range(arr.ndim))
-        return ArrayInfo(self.array, tuple(arr.shape), tuple(arr.chunks), str(arr.dtype),
-                         tuple(map(str, dims)), {})
+        return ArrayInfo(
+            self.array or "",
+            tuple(arr.shape),
+            tuple(arr.chunks),
+            str(arr.dtype),
+            tuple(map(str, dims)),
+            {},
+        )
 
     def _first_change(self) -> str:
         """A slice through the first changed chunk, so the map opens on something."""
@@ -237,7 +268,9 @@ class CompareView(Viewer):  # type: ignore[misc]
         for a, (dim, n) in enumerate(zip(self.info.dims, self.info.shape, strict=True)):
             if a in (r, c) or n <= 1:
                 continue
-            s = pn.widgets.IntSlider(label=dim, start=0, end=n - 1, value=min(fixed.get(dim, 0), n - 1), width=260)
+            s = pn.widgets.IntSlider(
+                label=dim, start=0, end=n - 1, value=min(fixed.get(dim, 0), n - 1), width=260
+            )
             s.param.watch(self._on_slider, "value_throttled")
             sliders.append(s)
         self.sliders.objects = sliders
@@ -261,7 +294,7 @@ class CompareView(Viewer):  # type: ignore[misc]
             self.map_plot.object = chunkmap_plot(self.map, self.info)
             self.map_state.object = chunkmap_state_html(self.map, self.info)
             self._values(r, c, fixed)
-        except Exception as exc:  # noqa: BLE001 - shown on the page
+        except Exception as exc:
             self.message.objects = [error_alert(exc)]
 
     def _values(self, r: int | None, c: int | None, fixed: dict[str, int]) -> None:
@@ -275,19 +308,25 @@ class CompareView(Viewer):  # type: ignore[misc]
             if arr is not None and tuple(arr.shape) == self.info.shape:
                 data[label] = read_slice(arr, sel).astype(float)
         if "A" in data and "B" in data:
-            data["A − B"] = data["A"] - data["B"]
+            data["A - B"] = data["A"] - data["B"]
         for label, v in data.items():
-            cmap = "RdBu_r" if "−" in label else "viridis"
-            lim = float(np.nanmax(np.abs(v))) if "−" in label and v.size else None
+            cmap = "RdBu_r" if label == "A - B" else "viridis"
+            lim = float(np.nanmax(np.abs(v))) if label == "A - B" and v.size else None
             imgs.append(
                 hv.Image(
                     v[::-1],  # row 0 at the bottom, as in the chunk map
                     bounds=(0, 0, v.shape[1], v.shape[0]),
                     vdims=[label.replace(" ", "")],
                 ).opts(
-                    cmap=cmap, colorbar=True, responsive=True, height=230, title=label,
-                    clim=(-lim, lim) if lim else (None, None), tools=["hover"],
-                    xlabel=f"{self.cols} (index)", ylabel=f"{self.rows} (index)",
+                    cmap=cmap,
+                    colorbar=True,
+                    responsive=True,
+                    height=230,
+                    title=label,
+                    clim=(-lim, lim) if lim else (None, None),
+                    tools=["hover"],
+                    xlabel=f"{self.cols} (index)",
+                    ylabel=f"{self.rows} (index)",
                 )
             )
         self.values.object = hv.Layout(imgs).cols(2) if imgs else None
@@ -311,7 +350,8 @@ class CompareView(Viewer):  # type: ignore[misc]
             pn.Row(
                 pn.Column("#### Chunks", self.map_plot, sizing_mode="stretch_width"),
                 pn.Column(
-                    "#### Values of this slice: A, B, A − B", self.values,
+                    "#### Values of this slice: A, B, A - B",
+                    self.values,
                     sizing_mode="stretch_width",
                 ),
                 sizing_mode="stretch_width",

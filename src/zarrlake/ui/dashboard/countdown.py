@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-calls=False
 """The session countdown in the dashboard: the shared ES module as a Panel component."""
 
 from __future__ import annotations
@@ -7,12 +8,12 @@ from pathlib import Path
 import panel as pn
 import param
 
-__all__ = ["Countdown", "ESM_PATH"]
+__all__ = ["ESM_PATH", "Countdown"]
 
 ESM_PATH = Path(__file__).resolve().parent.parent / "static" / "countdown.js"
 
 
-class Countdown(pn.custom.AnyWidgetComponent):  # type: ignore[misc]
+class Countdown(pn.custom.AnyWidgetComponent):
     """Ticks in the browser; the server only sends ``expires_at`` and ``status`` changes."""
 
     _esm = ESM_PATH

@@ -1,10 +1,11 @@
+# mypy: disallow-untyped-calls=False
 """Data page: any array at any ref as an image or a line, with a slider per other dim."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import hvplot.xarray  # noqa: F401 - registers .hvplot on xarray objects
+import hvplot.xarray  # type: ignore[import-untyped]  # noqa: F401 - registers .hvplot
 import numpy as np
 import panel as pn
 import param
@@ -19,12 +20,12 @@ from zarrlake.ui.dashboard.slices import MAX_VALUES, format_slice, parse_slice
 __all__ = ["DataView"]
 
 
-class DataView(Viewer):  # type: ignore[misc]
+class DataView(Viewer):
     """``ref`` + ``array`` + ``slice`` -> a plot of one 2-D (image) or 1-D (line) slice."""
 
     ref = param.String(default="main")
     array = param.String(default="", allow_None=True)
-    kind = param.Selector(default="image", objects=["image", "line"])
+    kind = param.Selector(default="image", objects=["image", "line"])  # type: ignore[var-annotated]
     slice = param.String(default="")
 
     url_params = {"ref": "ref", "array": "var", "kind": "kind", "slice": "at"}
@@ -51,7 +52,7 @@ class DataView(Viewer):  # type: ignore[misc]
     def _on_ref(self) -> None:
         try:
             arrays = self.ctx.reader.arrays(self.ref)
-        except Exception as exc:  # noqa: BLE001 - unknown ref: a message
+        except Exception as exc:
             self.message.objects = [error_alert(exc)]
             self.plot.object, self.caption.object = None, ""
             return
@@ -66,7 +67,7 @@ class DataView(Viewer):  # type: ignore[misc]
     def _ndim(self, path: str) -> int:
         try:
             return int(self.ctx.reader.array(self.ref, path).ndim)
-        except Exception:  # noqa: BLE001
+        except Exception:
             return 0
 
     @param.depends("array", watch=True)
@@ -75,7 +76,7 @@ class DataView(Viewer):  # type: ignore[misc]
             return
         try:
             self.info = self.ctx.reader.info(self.ref, self.array)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self.message.objects = [error_alert(exc)]
             return
         fixed = parse_slice(self.slice) if self.slice else {}
@@ -112,7 +113,7 @@ class DataView(Viewer):  # type: ignore[misc]
         try:
             self.plot.object = self.figure()
             self.message.objects = []
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self.message.objects = [error_alert(exc)]
 
     def data_slice(self) -> xr.DataArray:
@@ -130,7 +131,7 @@ class DataView(Viewer):  # type: ignore[misc]
                     coords[dim] = info.coords[dim][: min(n, MAX_VALUES * 4)]
             else:
                 sel.append(int(min(max(fixed.get(dim, 0), 0), n - 1)))
-        values = np.asarray(self.ctx.reader.array(self.ref, self.array)[tuple(sel)])
+        values = np.asarray(self.ctx.reader.array(self.ref, self.array or "")[tuple(sel)])
         return xr.DataArray(values, dims=dims, coords=coords, name=info.path.rsplit("/", 1)[-1])
 
     def figure(self) -> Any:

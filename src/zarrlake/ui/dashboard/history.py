@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-calls=False
 """History page: the commit graph (a lane per branch, merges drawn), filters, commit details,
 and, with writes allowed, a branch, tag or revert at the chosen commit."""
 
@@ -6,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import holoviews as hv  # type: ignore[import-untyped]
-import pandas as pd
+import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 import panel as pn
 import param
 from panel.viewable import Viewer
@@ -77,7 +78,7 @@ def graph_plot(g: Graph, shown: list[str]) -> hv.Overlay:
     )
 
 
-class HistoryView(Viewer):  # type: ignore[misc]
+class HistoryView(Viewer):
     """The commit graph with filters; a chosen commit's details and actions."""
 
     branch = param.String(default=ALL)
@@ -163,7 +164,7 @@ class HistoryView(Viewer):  # type: ignore[misc]
                 ]
             )
             self._show_details()
-        except Exception as exc:  # noqa: BLE001 - shown on the page
+        except Exception as exc:
             self.details.objects = [error_alert(exc)]
 
     def _on_select(self, event: param.parameterized.Event) -> None:
@@ -183,7 +184,7 @@ class HistoryView(Viewer):  # type: ignore[misc]
             return
         try:
             info = self.ctx.repo.commit_info(self.commit)
-        except Exception as exc:  # noqa: BLE001 - unknown ref in the URL, for instance
+        except Exception as exc:
             self.details.objects = [error_alert(exc)]
             return
         self.details.objects = [self._describe(info), *self._actions(info)]
@@ -229,22 +230,22 @@ class HistoryView(Viewer):  # type: ignore[misc]
             try:
                 if what == "branch":
                     out = actions.create_branch(
-                        self.ctx.repo, self.ctx.writes, token.value, name.value, info.id
+                        self.ctx.repo, self.ctx.writes, str(token.value or ""), str(name.value or ""), info.id
                     )
                     msg = f"created branch {name.value} at {short(out)}"
                 elif what == "tag":
                     out = actions.create_tag(
-                        self.ctx.repo, self.ctx.writes, token.value, name.value, info.id
+                        self.ctx.repo, self.ctx.writes, str(token.value or ""), str(name.value or ""), info.id
                     )
                     msg = f"created tag {name.value} at {short(out)}"
                 else:
                     out = actions.revert(
-                        self.ctx.repo, self.ctx.writes, token.value, info.id, on.value
+                        self.ctx.repo, self.ctx.writes, str(token.value or ""), info.id, str(on.value or "")
                     )
                     msg = f"reverted {short(info.id)} on {on.value}: new commit {short(out)}"
                 self.ctx.graph(refresh=True)
                 self.result.objects = [pn.pane.Alert(msg, alert_type="success")]
-            except Exception as exc:  # noqa: BLE001 - shown on the page
+            except Exception as exc:
                 self.result.objects = [error_alert(exc)]
 
         b_branch.on_click(lambda _: run("branch"))

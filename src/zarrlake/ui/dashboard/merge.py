@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-calls=False
 """Merge preview page: what merging one ref into a branch would do, the conflicts it would
 raise, and (with writes allowed) the merge itself with a solver."""
 
@@ -5,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import pandas as pd
+import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 import panel as pn
 import param
 from panel.viewable import Viewer
@@ -18,7 +19,7 @@ from zarrlake.ui.dashboard.preview import MergePreview, preview_merge
 __all__ = ["MergeView"]
 
 
-class MergeView(Viewer):  # type: ignore[misc]
+class MergeView(Viewer):
     """Source ref into target branch: outcome, both sides' changes, conflicts."""
 
     source = param.String(default="")
@@ -43,7 +44,10 @@ class MergeView(Viewer):  # type: ignore[misc]
         self.preview: MergePreview | None = None
         self.outcome = pn.pane.Markdown("", css_classes=["zl-merge-outcome"])
         self.conflicts = pn.widgets.Tabulator(
-            pd.DataFrame(), disabled=True, show_index=False, sizing_mode="stretch_width",
+            pd.DataFrame(),
+            disabled=True,
+            show_index=False,
+            sizing_mode="stretch_width",
             css_classes=["zl-conflicts"],
         )
         self.sides = pn.pane.Markdown("", sizing_mode="stretch_width")
@@ -57,7 +61,7 @@ class MergeView(Viewer):  # type: ignore[misc]
             self.preview = p = preview_merge(
                 self.ctx.repo, self.ctx.graph(refresh=True), self.source, self.into
             )
-        except Exception as exc:  # noqa: BLE001 - unknown ref: a message, not a trace
+        except Exception as exc:
             self.preview = None
             self.message.objects = [error_alert(exc)]
             self.outcome.object, self.sides.object = "", ""
@@ -79,16 +83,26 @@ class MergeView(Viewer):  # type: ignore[misc]
         self.outcome.object = f"### {self.source} → {self.into}\n\n{text}"
         self.conflicts.value = pd.DataFrame(
             [
-                {"kind": c.kind, "path": "/" + c.path, "chunk": str(c.coords or ""),
-                 "detail": c.detail}
+                {
+                    "kind": c.kind,
+                    "path": "/" + c.path,
+                    "chunk": str(c.coords or ""),
+                    "detail": c.detail,
+                }
                 for c in p.conflicts
             ],
             columns=["kind", "path", "chunk", "detail"],
         )
         lines = []
-        for label, d in ((f"changed on {self.into}", p.ours), (f"changed on {self.source}", p.theirs)):
+        for label, d in (
+            (f"changed on {self.into}", p.ours),
+            (f"changed on {self.source}", p.theirs),
+        ):
             if d is not None:
-                lines.append(f"**{label}** since the ancestor:\n" + "\n".join(f"- `{n.describe()}`" for n in d))
+                lines.append(
+                    f"**{label}** since the ancestor:\n"
+                    + "\n".join(f"- `{n.describe()}`" for n in d)
+                )
         self.sides.object = "\n\n".join(lines)
 
     def _actions(self) -> list[Any]:
@@ -101,14 +115,20 @@ class MergeView(Viewer):  # type: ignore[misc]
         def run(_: Any) -> None:
             try:
                 out = actions.merge(
-                    self.ctx.repo, self.ctx.writes, token.value, self.source, self.into,
-                    solver.value,
+                    self.ctx.repo,
+                    self.ctx.writes,
+                    str(token.value or ""),
+                    self.source or "",
+                    self.into or "",
+                    str(solver.value),
                 )
                 self.result.objects = [
-                    pn.pane.Alert(f"merged: {self.into} is now at {short(out)}", alert_type="success")
+                    pn.pane.Alert(
+                        f"merged: {self.into} is now at {short(out)}", alert_type="success"
+                    )
                 ]
                 self._compute()
-            except Exception as exc:  # noqa: BLE001 - conflicts, wrong token: on the page
+            except Exception as exc:
                 self.result.objects = [error_alert(exc)]
 
         button.on_click(run)

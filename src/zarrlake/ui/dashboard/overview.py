@@ -1,10 +1,11 @@
+# mypy: disallow-untyped-calls=False
 """Overview page: the repo, its branches and tags with their head commits, and counts."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import pandas as pd
+import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 import panel as pn
 import param
 from panel.viewable import Viewer
@@ -15,7 +16,7 @@ from zarrlake.ui.dashboard.context import Context
 __all__ = ["OverviewView"]
 
 
-class OverviewView(Viewer):  # type: ignore[misc]
+class OverviewView(Viewer):
     """Repo facts, counts, and one row per branch and tag."""
 
     counts = param.Dict(default={}, doc="branches, tags, commits, sessions, arrays")
@@ -24,7 +25,10 @@ class OverviewView(Viewer):  # type: ignore[misc]
         super().__init__(**params)
         self.ctx = ctx
         self.table = pn.widgets.Tabulator(
-            pd.DataFrame(), disabled=True, show_index=False, sizing_mode="stretch_width",
+            pd.DataFrame(),
+            disabled=True,
+            show_index=False,
+            sizing_mode="stretch_width",
             css_classes=["zl-refs"],
         )
         self.header = pn.pane.Markdown("", css_classes=["zl-overview-header"])
@@ -66,20 +70,22 @@ class OverviewView(Viewer):  # type: ignore[misc]
                 if "main" in repo.branches()
                 else 0,
             }
-            self.header.object = (
-                f"## Repo `{repo.name}`\n\nStorage `{repo.storage}`"
-            )
+            self.header.object = f"## Repo `{repo.name}`\n\nStorage `{repo.storage}`"
             self.stats.objects = [
                 pn.indicators.Number(name=k, value=v, font_size="28pt", title_size="11pt")
                 for k, v in self.counts.items()
             ]
             self.table.value = self.refs_frame()
             self.message.objects = []
-        except Exception as exc:  # noqa: BLE001 - shown on the page
+        except Exception as exc:
             self.message.objects = [error_alert(exc)]
 
     def __panel__(self) -> pn.viewable.Viewable:
         return pn.Column(
-            self.message, self.header, self.stats, "### Branches and tags", self.table,
+            self.message,
+            self.header,
+            self.stats,
+            "### Branches and tags",
+            self.table,
             sizing_mode="stretch_width",
         )

@@ -72,7 +72,7 @@ class LakeReader:
             f"{g}/{p}" for g, grp in root.groups() for p, _ in _walk(grp)
         )
 
-    def array(self, ref: str, path: str) -> zarr.Array:
+    def array(self, ref: str, path: str) -> Any:
         try:
             return zarr.open_array(self.session(ref).store, path=path, mode="r")
         except (FileNotFoundError, KeyError, zarr.errors.NodeTypeValidationError) as exc:
@@ -107,12 +107,12 @@ class LakeReader:
                 for d, n in zip(dims, shape, strict=True)
                 if d in ds.coords and ds[d].ndim == 1 and ds[d].size == n
             }
-        except Exception:  # noqa: BLE001 - not an xarray Dataset: label axes by index
+        except Exception:
             return {}
 
 
-def _walk(group: zarr.Group) -> list[tuple[str, zarr.Array]]:
-    out: list[tuple[str, zarr.Array]] = list(group.arrays())
+def _walk(group: zarr.Group) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = list(group.arrays())
     for g, sub in group.groups():
         out += [(f"{g}/{p}", a) for p, a in _walk(sub)]
     return out

@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-calls=False
 """Serving the dashboard: a blocking ``serve`` the CLI runs, and tests run in a thread."""
 
 from __future__ import annotations

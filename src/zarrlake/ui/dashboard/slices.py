@@ -48,4 +48,10 @@ def selection(
 def read_slice(arr: Any, sel: tuple[Any, ...]) -> np.ndarray:
     """Read only the chunks the selection touches; 1-D results become one row."""
     out = np.asarray(arr[sel])
-    return out.reshape(1, -1) if out.ndim == 1 else out.reshape(out.shape[-2:]) if out.ndim else out.reshape(1, 1)
+    return (
+        out.reshape(1, -1)
+        if out.ndim == 1
+        else out.reshape(out.shape[-2:])
+        if out.ndim
+        else out.reshape(1, 1)
+    )
