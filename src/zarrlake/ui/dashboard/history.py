@@ -230,17 +230,29 @@ class HistoryView(Viewer):
             try:
                 if what == "branch":
                     out = actions.create_branch(
-                        self.ctx.repo, self.ctx.writes, str(token.value or ""), str(name.value or ""), info.id
+                        self.ctx.repo,
+                        self.ctx.writes,
+                        str(token.value or ""),
+                        str(name.value or ""),
+                        info.id,
                     )
                     msg = f"created branch {name.value} at {short(out)}"
                 elif what == "tag":
                     out = actions.create_tag(
-                        self.ctx.repo, self.ctx.writes, str(token.value or ""), str(name.value or ""), info.id
+                        self.ctx.repo,
+                        self.ctx.writes,
+                        str(token.value or ""),
+                        str(name.value or ""),
+                        info.id,
                     )
                     msg = f"created tag {name.value} at {short(out)}"
                 else:
                     out = actions.revert(
-                        self.ctx.repo, self.ctx.writes, str(token.value or ""), info.id, str(on.value or "")
+                        self.ctx.repo,
+                        self.ctx.writes,
+                        str(token.value or ""),
+                        info.id,
+                        str(on.value or ""),
                     )
                     msg = f"reverted {short(info.id)} on {on.value}: new commit {short(out)}"
                 self.ctx.graph(refresh=True)

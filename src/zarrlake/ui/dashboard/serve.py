@@ -78,6 +78,7 @@ def serve(
         loop=loop,
         title="zarrlake",
         liveness=True,
+        verbose=False,
         check_unused_sessions=2000,
         unused_session_lifetime=5000,
     )
