@@ -12,6 +12,7 @@ from zarrlake.ui.dashboard.reader import ArrayInfo
 __all__ = ["MAX_VALUES", "format_slice", "parse_slice", "read_slice", "selection"]
 
 MAX_VALUES = 512  # elements a side read for the value plots
+MAX_CHUNKS_READ = 32  # chunks a side read for them (small chunks: a smaller window)
 
 
 def parse_slice(text: str) -> dict[str, int]:
@@ -39,7 +40,7 @@ def selection(
     sel: list[Any] = []
     for a, (dim, n) in enumerate(zip(info.dims, info.shape, strict=True)):
         if a in (rows, cols):
-            sel.append(slice(0, min(n, MAX_VALUES)))
+            sel.append(slice(0, min(n, MAX_VALUES, MAX_CHUNKS_READ * info.chunks[a])))
         else:
             sel.append(int(min(max(fixed.get(dim, 0), 0), max(n - 1, 0))))
     return tuple(sel)
