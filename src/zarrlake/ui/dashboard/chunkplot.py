@@ -25,7 +25,7 @@ def _axis_label(info: ArrayInfo, axis: int | None) -> str:
     dim = info.dims[axis]
     values = info.coords.get(dim)
     rng = f" ({coord_label(values, 0, len(values))})" if values is not None else ""
-    return f"{dim}{rng} — chunk index"
+    return f"{dim} chunks{rng}"
 
 
 def _range(info: ArrayInfo, axis: int | None, i0: int, i1: int) -> str:

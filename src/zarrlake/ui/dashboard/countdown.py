@@ -17,5 +17,11 @@ class Countdown(pn.custom.AnyWidgetComponent):
     """Ticks in the browser; the server only sends ``expires_at`` and ``status`` changes."""
 
     _esm = ESM_PATH
+    # The component renders in a shadow root: page-wide CSS does not reach it.
+    _stylesheets = [
+        ".zl-countdown { font-family: monospace; font-weight: bold; }"
+        ' .zl-countdown[data-state="expired"] { color: #d62728; }'
+        ' .zl-countdown[data-state="closed"] { color: #888; }'
+    ]
     expires_at = param.Number(default=0.0, doc="epoch seconds, UTC")
     status = param.String(default="open")

@@ -221,7 +221,8 @@ class HistoryView(Viewer):
         name = pn.widgets.TextInput(
             label="New branch or tag name", placeholder="new ref name", width=220
         )
-        on = pn.widgets.Select(label="Revert on branch", options=sorted(self.ctx.repo.branches()))
+        branches = sorted(self.ctx.repo.branches(), key=lambda n: (n != "main", n))
+        on = pn.widgets.Select(label="Revert on branch", options=branches)
         b_branch = pn.widgets.Button(name="Create branch here", button_type="primary")
         b_tag = pn.widgets.Button(name="Create tag here", button_type="primary")
         b_revert = pn.widgets.Button(name="Revert this commit", button_type="warning")
@@ -256,6 +257,8 @@ class HistoryView(Viewer):
                     )
                     msg = f"reverted {short(info.id)} on {on.value}: new commit {short(out)}"
                 self.ctx.graph(refresh=True)
+                self.w_branch.options = [ALL, *self.ctx.refs()]
+                self._refresh()  # the graph and table show the new ref or commit
                 self.result.objects = [pn.pane.Alert(msg, alert_type="success")]
             except Exception as exc:
                 self.result.objects = [error_alert(exc)]

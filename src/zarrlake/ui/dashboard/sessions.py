@@ -45,7 +45,7 @@ class SessionsView(Viewer):
             try:
                 s = self.ctx.repo.session(sid).status().summary()
                 self._staged[sid] = (
-                    f"{s.nodes_added + s.nodes_removed + s.nodes_modified} nodes, "
+                    f"{s.nodes_added + s.nodes_removed + s.nodes_modified} node(s), "
                     f"chunks +{s.chunks_added} ~{s.chunks_changed} -{s.chunks_removed}"
                 )
             except Exception as exc:
@@ -53,7 +53,7 @@ class SessionsView(Viewer):
         return self._staged[sid]
 
     def _row(self, info: SessionInfo) -> tuple[pn.Row, Countdown, pn.pane.HTML]:
-        cd = Countdown(expires_at=info.expires_at.timestamp(), status=self._status(info))
+        cd = Countdown(expires_at=info.expires_at.timestamp(), status=self._status(info), width=160)
         flag = pn.pane.HTML(self._flag(info), width=90)
         cells = [
             pn.pane.HTML(f"<code>{info.id}</code>", width=230),
@@ -115,6 +115,17 @@ class SessionsView(Viewer):
             self._callback = None
 
     def __panel__(self) -> pn.viewable.Viewable:
+        widths = (230, 110, 80, 140, 240, 200, 160)
+        names = ("session", "branch", "author", "base", "staged", "opened", "expiry")
+        header = pn.Row(
+            *(pn.pane.HTML(f"<b>{n}</b>", width=w) for n, w in zip(names, widths, strict=True)),
+            sizing_mode="stretch_width",
+        )
         return pn.Column(
-            self.message, "## Sessions", self.summary, self.list, sizing_mode="stretch_width"
+            self.message,
+            "## Sessions",
+            self.summary,
+            header,
+            self.list,
+            sizing_mode="stretch_width",
         )
