@@ -28,7 +28,9 @@ def _serve(opener: Any, args: argparse.Namespace, *, allow_writes: bool = False)
         if token:
             print(f"writes allowed; write token: {token}", flush=True)
         else:
-            print("read-only (start with --allow-writes to create branches, tags, merges)")
+            print(
+                "read-only (start with --allow-writes to create branches, tags, merges)", flush=True
+            )
 
     with contextlib.suppress(KeyboardInterrupt):
         serve(
@@ -53,12 +55,14 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         if not (path / "catalog.db").exists():
             print(f"{path} exists and is not a zarrlake lake; pick another PATH", file=sys.stderr)
             return 2
-        print(f"{path} already holds a lake: serving it (--force rebuilds the demo)")
+        print(f"{path} already holds a lake: serving it (--force rebuilds the demo)", flush=True)
     else:
-        print(("rebuilding" if exists else "building") + f" the demo lake at {path} ...")
+        print(
+            ("rebuilding" if exists else "building") + f" the demo lake at {path} ...", flush=True
+        )
         report = build_demo_report(path, force=args.force)
         for line in report.lines():
-            print(line)
+            print(line, flush=True)
     if args.no_serve:
         return 0
     return _serve(lambda: zarrlake.Repo.open(path), args)

@@ -91,24 +91,30 @@ class LakeReader:
     def _coords(
         self, ref: str, path: str, dims: tuple[str, ...], shape: tuple[int, ...]
     ) -> dict[str, np.ndarray]:
-        """Coordinate arrays named after the dims in the array's group, decoded by xarray."""
-        group, _, name = path.rpartition("/")
-        wanted = [d for d, n in zip(dims, shape, strict=True) if d != name]
-        if not wanted:
-            return {}
-        try:
-            import xarray as xr
+        """1-D arrays named after the dims, next to the array (an xarray Dataset's
+        coordinates), CF-decoded (times). Opened by path: listing a group would walk every
+        chunk key of every array in it."""
+        import xarray as xr
 
-            ds = xr.open_zarr(
-                self.session(ref).store, group=group or None, consolidated=False, chunks=None
-            )
-            return {
-                d: np.asarray(ds[d].values)
-                for d, n in zip(dims, shape, strict=True)
-                if d in ds.coords and ds[d].ndim == 1 and ds[d].size == n
-            }
-        except Exception:
-            return {}
+        group, _, name = path.rpartition("/")
+        store = self.session(ref).store
+        out: dict[str, np.ndarray] = {}
+        for dim, n in zip(dims, shape, strict=True):
+            if dim == name:
+                continue
+            try:
+                c = zarr.open_array(store, path=f"{group}/{dim}" if group else dim, mode="r")
+            except Exception:  # no coordinate array there: label the axis by index
+                continue
+            if c.ndim != 1 or c.shape[0] != n:
+                continue
+            values = np.asarray(c[:])
+            try:
+                ds = xr.decode_cf(xr.Dataset({dim: (dim, values, dict(c.attrs))}))
+                out[dim] = np.asarray(ds[dim].values)
+            except Exception:  # undecodable units: keep the raw values
+                out[dim] = values
+        return out
 
 
 def _walk(group: zarr.Group) -> list[tuple[str, Any]]:
