@@ -144,3 +144,20 @@ def test_unknown_ref_in_the_url_is_a_clear_message(server: Server, page: Any) ->
     msg = p.error()
     assert "no-such-ref" in msg
     assert "Traceback" not in page.content()
+
+
+def test_compare_typing_two_commits_updates_the_map(
+    server: Server, demo_lake: zarrlake.Repo, page: Any
+) -> None:
+    after = _commit(demo_lake, "Rescale tropical")
+    before = demo_lake.commit_info(after).parents[0]
+    p = ComparePage(page, server.url).open()
+    for label, ref in (("A (before)", before), ("B (after, or session:<id>)", after)):
+        box = page.get_by_label(label)
+        box.fill(ref)
+        box.press("Enter")
+    state = p.wait_state(array="precipitation")
+    expected = demo_lake.diff(before, after)["precipitation"].chunks_changed
+    fixed = state["fixed"]["time"]
+    assert {tuple(c) for c in state["changed"]} == {c for c in expected if c[0] == fixed}
+    assert state["changed"]  # the map opened on a slice with changes

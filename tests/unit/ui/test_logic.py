@@ -107,3 +107,22 @@ def test_writes_need_allow_writes_and_the_exact_token() -> None:
     w.check("tok")
     with pytest.raises(zarrlake.InvalidInputError):
         Writes(True, None)
+
+
+def test_write_actions_check_the_token_before_touching_the_lake(tmp_path: Path) -> None:
+    from zarrlake.ui.dashboard import actions
+
+    repo = zarrlake.Repo.create(tmp_path / "lake")
+    s = repo.writable_session()
+    zarr.open_group(s.store, mode="w").create_array("a", shape=(2,), chunks=(1,), dtype="i4")
+    bad = s.commit("create a")
+    w = Writes(True, "tok")
+    with pytest.raises(zarrlake.ReadOnlyError):
+        actions.revert(repo, w, "nope", bad, "main")
+    with pytest.raises(zarrlake.ReadOnlyError):
+        actions.create_tag(repo, w, "", "t1", bad)
+    assert repo.resolve("main") == bad
+    assert repo.tags() == {}
+    assert actions.create_tag(repo, w, "tok", "t1", bad) == bad
+    new = actions.revert(repo, w, "tok", bad, "main")
+    assert repo.commit_info(new).metadata["reverts"] == bad

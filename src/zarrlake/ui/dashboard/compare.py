@@ -176,6 +176,8 @@ class CompareView(Viewer):
         arrays = [n.path for n in d if n.node_type == "array"]
         self.w_array.options = arrays
         if self.array not in arrays:
+            with param.parameterized.discard_events(self):
+                self.slice = ""  # another array: open on its first change
             self.array = next((p for p in arrays if d[p].n_chunks), arrays[0] if arrays else "")
         else:
             self._on_array()
