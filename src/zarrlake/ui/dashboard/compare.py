@@ -174,13 +174,18 @@ class CompareView(Viewer):
             columns=["path", "kind", "field", "before", "after"],
         )
         arrays = [n.path for n in d if n.node_type == "array"]
-        self.w_array.options = arrays
-        if self.array not in arrays:
-            with param.parameterized.discard_events(self):
+        new = self.array if self.array in arrays else None
+        if new is None:
+            new = next((p for p in arrays if d[p].n_chunks), arrays[0] if arrays else "")
+        with param.parameterized.discard_events(self):
+            if new != self.array:
                 self.slice = ""  # another array: open on its first change
-            self.array = next((p for p in arrays if d[p].n_chunks), arrays[0] if arrays else "")
-        else:
-            self._on_array()
+            self.array = new
+        # Options first, then the value: a Select whose value left its options picks the
+        # first option, which would redraw with the old slice.
+        self.w_array.options = arrays
+        self.w_array.value = new or None
+        self._on_array()
 
     # -- one array -----------------------------------------------------------------------------
 
