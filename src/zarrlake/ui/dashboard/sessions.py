@@ -53,15 +53,15 @@ class SessionsView(Viewer):
         return self._staged[sid]
 
     def _row(self, info: SessionInfo) -> tuple[pn.Row, Countdown, pn.pane.HTML]:
-        cd = Countdown(expires_at=info.expires_at.timestamp(), status=self._status(info), width=160)
-        flag = pn.pane.HTML(self._flag(info), width=90)
+        cd = Countdown(expires_at=info.expires_at.timestamp(), status=self._status(info), width=190)
+        flag = pn.pane.HTML(self._flag(info), width=80)
         cells = [
-            pn.pane.HTML(f"<code>{info.id}</code>", width=230),
-            pn.pane.HTML(f"<b>{info.branch}</b>", width=110),
-            pn.pane.HTML(info.author, width=80),
-            pn.pane.HTML(f"base <code>{short(info.base_commit)}</code>", width=140),
-            pn.pane.HTML(f"staged: {self.staged(info.id)}", width=240),
-            pn.pane.HTML(f"opened {fmt_time(info.created_at)}", width=200),
+            pn.pane.HTML(f"<code>{info.id}</code>", width=215),
+            pn.pane.HTML(f"<b>{info.branch}</b>", width=100),
+            pn.pane.HTML(info.author, width=70),
+            pn.pane.HTML(f"<code>{short(info.base_commit)}</code>", width=110),
+            pn.pane.HTML(self.staged(info.id), width=240),
+            pn.pane.HTML(fmt_time(info.created_at), width=190),
             cd,
             flag,
         ]
@@ -115,7 +115,7 @@ class SessionsView(Viewer):
             self._callback = None
 
     def __panel__(self) -> pn.viewable.Viewable:
-        widths = (230, 110, 80, 140, 240, 200, 160)
+        widths = (215, 100, 70, 110, 240, 190, 190)
         names = ("session", "branch", "author", "base", "staged", "opened", "expiry")
         header = pn.Row(
             *(pn.pane.HTML(f"<b>{n}</b>", width=w) for n, w in zip(names, widths, strict=True)),
