@@ -1,0 +1,37 @@
+"""The dashboard's write actions: the only place it calls repo methods that change the lake.
+
+Keyword names follow the engine's vocabulary; a rename there is a change here only.
+"""
+
+from __future__ import annotations
+
+from zarrlake import Repo
+from zarrlake.ui.dashboard.common import Writes
+
+__all__ = ["create_branch", "create_tag", "merge", "revert"]
+
+AUTHOR = "dashboard"
+
+
+def create_branch(repo: Repo, writes: Writes, token: str, name: str, at: str) -> str:
+    writes.check(token)
+    return repo.create_branch(name, at, author=AUTHOR)
+
+
+def create_tag(repo: Repo, writes: Writes, token: str, name: str, at: str) -> str:
+    writes.check(token)
+    return repo.create_tag(name, at, author=AUTHOR)
+
+
+def revert(repo: Repo, writes: Writes, token: str, commit: str, branch: str) -> str:
+    writes.check(token)
+    return repo.revert(commit, branch=branch, author=AUTHOR)
+
+
+def merge(repo: Repo, writes: Writes, token: str, source: str, into: str, solver: str) -> str:
+    writes.check(token)
+    if solver not in ("fail", "ours", "theirs"):
+        from zarrlake import InvalidInputError
+
+        raise InvalidInputError(f"solver must be 'fail', 'ours' or 'theirs', got {solver!r}")
+    return repo.merge(source, into, strategy=solver, author=AUTHOR)  # type: ignore[arg-type]

@@ -1,0 +1,55 @@
+# mypy: disallow-untyped-calls=False
+"""Small helpers every page shares: error messages, short ids, times, the write guard."""
+
+from __future__ import annotations
+
+import hmac
+from datetime import datetime
+from typing import Any
+
+import panel as pn
+
+from zarrlake import InvalidInputError, ReadOnlyError, ZarrlakeError
+
+__all__ = ["Writes", "error_alert", "error_text", "fmt_time", "short"]
+
+
+def short(commit: str | None) -> str:
+    return (commit or "")[:10]
+
+
+def fmt_time(t: datetime) -> str:
+    return t.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def error_text(exc: BaseException) -> str:
+    """One clear line for a page: our errors by kind, anything else by type, never a trace."""
+    if isinstance(exc, ZarrlakeError):
+        return f"{exc.kind}: {exc}"
+    return f"unexpected {type(exc).__name__}: {exc}"
+
+
+def error_alert(exc: BaseException) -> pn.pane.Alert:
+    return pn.pane.Alert(error_text(exc), alert_type="danger", css_classes=["zl-error"])
+
+
+class Writes:
+    """Whether write actions exist on the page, and the token each of them requires."""
+
+    def __init__(self, allowed: bool = False, token: str | None = None) -> None:
+        if allowed and not token:
+            raise InvalidInputError("writes need a token (zarrlake ui --allow-writes prints one)")
+        self.allowed = allowed
+        self._token = token or ""
+
+    def check(self, given: Any) -> None:
+        """Raise unless writes are allowed and ``given`` is the token."""
+        if not self.allowed:
+            raise ReadOnlyError("this dashboard is read-only (start it with --allow-writes)")
+        if not isinstance(given, str) or not hmac.compare_digest(given.strip(), self._token):
+            raise ReadOnlyError("refused: the write token is missing or wrong")
+
+    def token_input(self) -> pn.widgets.PasswordInput:
+        return pn.widgets.PasswordInput(
+            label="Write token", placeholder="token printed by --allow-writes", width=260
+        )

@@ -1,0 +1,103 @@
+# mypy: disallow-untyped-calls=False
+"""Serving the dashboard: a blocking ``serve`` the CLI runs, and tests run in a thread."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import webbrowser
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import panel as pn
+
+from zarrlake.ui.dashboard.app import Dashboard, RepoSource
+
+__all__ = ["Served", "serve"]
+
+
+@dataclass
+class Served:
+    """A running server: its address, and ``stop()`` (safe to call from any thread)."""
+
+    url: str
+    port: int
+    _stop: Callable[[], None]
+
+    def stop(self) -> None:
+        self._stop()
+
+
+def _free_port(host: str) -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def serve(
+    repo: RepoSource,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    show: bool = False,
+    allow_writes: bool = False,
+    token: str | None = None,
+    ready: Callable[[Served], None] | None = None,
+) -> None:
+    """Serve the dashboard of ``repo`` (a Repo, or a function opening one) until stopped.
+
+    Blocks. ``port=0`` picks a free port; ``ready`` is called with a :class:`Served` once the
+    server listens (how the CLI prints the address and how tests learn it and stop it).
+    Every browser session gets its own :class:`Dashboard`.
+    """
+    from tornado.ioloop import IOLoop
+
+    # Import every page's modules now, so the first browser does not wait for them.
+    from zarrlake.ui.dashboard import compare, data, history, merge, overview, sessions  # noqa: F401
+
+    if port == 0:
+        port = _free_port(host)
+    # A server in a thread (tests) needs an event loop of its own.
+    if threading.current_thread() is not threading.main_thread():
+        asyncio.set_event_loop(asyncio.new_event_loop())
+    loop = IOLoop.current()
+
+    def app() -> Any:
+        return Dashboard(repo, allow_writes=allow_writes, token=token).template()
+
+    origins = [f"{h}:{port}" for h in {host, "127.0.0.1", "localhost"}]
+    server = pn.serve(
+        {"/": app},
+        address=host,
+        port=port,
+        websocket_origin=origins if host not in ("0.0.0.0", "::") else "*",
+        show=False,
+        start=False,
+        loop=loop,
+        title="zarrlake",
+        liveness=True,
+        verbose=False,
+        check_unused_sessions=2000,
+        unused_session_lifetime=5000,
+    )
+    server.start()
+    shown = "localhost" if host in ("0.0.0.0", "::") else host
+    url = f"http://{shown}:{port}/"
+
+    def stop() -> None:
+        def halt() -> None:
+            server.stop()
+            loop.stop()
+
+        loop.add_callback(halt)
+
+    if ready is not None:
+        ready(Served(url, port, stop))
+    if show:
+        webbrowser.open(url)
+    try:
+        loop.start()
+    finally:
+        loop.close(all_fds=False)

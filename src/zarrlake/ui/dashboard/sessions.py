@@ -1,0 +1,131 @@
+# mypy: disallow-untyped-calls=False
+"""Sessions page: open sessions, their staged work, and a countdown ticking in the browser.
+
+A periodic callback (started once the page is shown, stopped when the browser session ends)
+adds sessions that open and drops ones that close, without reloading the page.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import panel as pn
+import param
+from panel.viewable import Viewer
+
+from zarrlake import SessionInfo
+from zarrlake.ui.dashboard.common import error_alert, fmt_time, short
+from zarrlake.ui.dashboard.context import Context
+from zarrlake.ui.dashboard.countdown import Countdown
+
+__all__ = ["SessionsView"]
+
+
+class SessionsView(Viewer):
+    """One row per open session; expired ones flagged."""
+
+    poll_ms = param.Integer(default=2000, bounds=(200, None))
+    session_ids = param.List(default=[], doc="ids shown, oldest first")
+
+    def __init__(self, ctx: Context, **params: Any) -> None:
+        super().__init__(**params)
+        self.ctx = ctx
+        self._rows: dict[str, tuple[pn.Row, Countdown, pn.pane.HTML]] = {}
+        self._staged: dict[str, str] = {}
+        self.list = pn.Column(sizing_mode="stretch_width", css_classes=["zl-sessions"])
+        self.summary = pn.pane.Markdown("", css_classes=["zl-sessions-summary"])
+        self.message = pn.Column()
+        self._callback: Any = None
+        self.refresh()
+
+    def staged(self, sid: str) -> str:
+        """The staged change count of a session, read once (its writes rarely matter live)."""
+        if sid not in self._staged:
+            try:
+                s = self.ctx.repo.session(sid).status().summary()
+                self._staged[sid] = (
+                    f"{s.nodes_added + s.nodes_removed + s.nodes_modified} node(s), "
+                    f"chunks +{s.chunks_added} ~{s.chunks_changed} -{s.chunks_removed}"
+                )
+            except Exception as exc:
+                self._staged[sid] = f"({type(exc).__name__})"
+        return self._staged[sid]
+
+    def _row(self, info: SessionInfo) -> tuple[pn.Row, Countdown, pn.pane.HTML]:
+        cd = Countdown(expires_at=info.expires_at.timestamp(), status=self._status(info), width=190)
+        flag = pn.pane.HTML(self._flag(info), width=80)
+        cells = [
+            pn.pane.HTML(f"<code>{info.id}</code>", width=215),
+            pn.pane.HTML(f"<b>{info.branch}</b>", width=100),
+            pn.pane.HTML(info.author, width=70),
+            pn.pane.HTML(f"<code>{short(info.base_commit)}</code>", width=110),
+            pn.pane.HTML(self.staged(info.id), width=240),
+            pn.pane.HTML(fmt_time(info.created_at), width=190),
+            cd,
+            flag,
+        ]
+        row = pn.Row(*cells, css_classes=["zl-session"], sizing_mode="stretch_width")
+        return row, cd, flag
+
+    @staticmethod
+    def _status(info: SessionInfo) -> str:
+        return "expired" if info.expires_at.timestamp() <= time.time() else info.status
+
+    def _flag(self, info: SessionInfo) -> str:
+        if self._status(info) == "expired":
+            return '<span class="zl-flag-expired" style="color:#c62828;font-weight:bold">EXPIRED</span>'
+        return ""
+
+    def refresh(self) -> None:
+        try:
+            infos = self.ctx.repo.sessions()
+        except Exception as exc:
+            self.message.objects = [error_alert(exc)]
+            return
+        self.message.objects = []
+        seen = {i.id for i in infos}
+        for sid in [s for s in self._rows if s not in seen]:
+            del self._rows[sid]
+        for info in infos:
+            if info.id not in self._rows:
+                self._rows[info.id] = self._row(info)
+            else:
+                _, cd, flag = self._rows[info.id]
+                cd.param.update(expires_at=info.expires_at.timestamp(), status=self._status(info))
+                flag.object = self._flag(info)
+        ids = [i.id for i in infos]
+        if ids != list(self.session_ids) or len(self.list.objects) != len(ids):
+            self.list.objects = [self._rows[i][0] for i in ids]
+        self.session_ids = ids
+        expired = sum(1 for i in infos if self._status(i) == "expired")
+        self.summary.object = (
+            f"**{len(infos)} open session(s)**, {expired} expired (refreshed every "
+            f"{self.poll_ms / 1000:g} s)"
+        )
+
+    def start(self) -> None:
+        """Poll for new and closed sessions (call once the page is served)."""
+        if self._callback is None:
+            self._callback = pn.state.add_periodic_callback(self.refresh, period=self.poll_ms)
+
+    def stop(self) -> None:
+        if self._callback is not None:
+            self._callback.stop()
+            self._callback = None
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        widths = (215, 100, 70, 110, 240, 190, 190)
+        names = ("session", "branch", "author", "base", "staged", "opened", "expiry")
+        header = pn.Row(
+            *(pn.pane.HTML(f"<b>{n}</b>", width=w) for n, w in zip(names, widths, strict=True)),
+            sizing_mode="stretch_width",
+        )
+        return pn.Column(
+            self.message,
+            "## Sessions",
+            self.summary,
+            header,
+            self.list,
+            sizing_mode="stretch_width",
+        )

@@ -1,0 +1,58 @@
+"""Slices of N-D arrays: the ``dim=index`` text kept in the URL, and reading one 2-D slice."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from zarrlake import InvalidInputError
+from zarrlake.ui.dashboard.reader import ArrayInfo
+
+__all__ = ["MAX_VALUES", "format_slice", "parse_slice", "read_slice", "selection"]
+
+MAX_VALUES = 512  # elements a side read for the value plots
+MAX_CHUNKS_READ = 32  # chunks a side read for them (small chunks: a smaller window)
+
+
+def parse_slice(text: str) -> dict[str, int]:
+    """``"time=3,depth=0"`` -> ``{"time": 3, "depth": 0}``."""
+    out: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in (text or "").split(","))):
+        dim, sep, idx = part.partition("=")
+        try:
+            out[dim.strip()] = int(idx)
+        except ValueError:
+            raise InvalidInputError(f"slice {text!r}: expected dim=index, got {part!r}") from None
+        if not sep:
+            raise InvalidInputError(f"slice {text!r}: expected dim=index, got {part!r}")
+    return out
+
+
+def format_slice(sel: dict[str, int]) -> str:
+    return ",".join(f"{k}={v}" for k, v in sel.items())
+
+
+def selection(
+    info: ArrayInfo, rows: int | None, cols: int | None, fixed: dict[str, int]
+) -> tuple[Any, ...]:
+    """Index tuple: whole (capped) shown axes, one element of each other axis (clamped)."""
+    sel: list[Any] = []
+    for a, (dim, n) in enumerate(zip(info.dims, info.shape, strict=True)):
+        if a in (rows, cols):
+            sel.append(slice(0, min(n, MAX_VALUES, MAX_CHUNKS_READ * info.chunks[a])))
+        else:
+            sel.append(int(min(max(fixed.get(dim, 0), 0), max(n - 1, 0))))
+    return tuple(sel)
+
+
+def read_slice(arr: Any, sel: tuple[Any, ...]) -> np.ndarray:
+    """Read only the chunks the selection touches; 1-D results become one row."""
+    out = np.asarray(arr[sel])
+    return (
+        out.reshape(1, -1)
+        if out.ndim == 1
+        else out.reshape(out.shape[-2:])
+        if out.ndim
+        else out.reshape(1, 1)
+    )
