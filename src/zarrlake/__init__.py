@@ -13,6 +13,7 @@
 from typing import TYPE_CHECKING, Any
 
 from zarrlake import _xarray_hook
+from zarrlake._optional import MissingExtraError
 from zarrlake.errors import (
     AlreadyExistsError,
     CatalogError,
@@ -75,6 +76,7 @@ __all__ = [
     "InvalidNameError",
     "InvalidRefError",
     "LakeStore",
+    "MissingExtraError",
     "NodeDiff",
     "NotFoundError",
     "ObjectMissingError",

@@ -97,11 +97,6 @@ def _fresh(path: Path, force: bool) -> zarrlake.Repo:
             raise zarrlake.AlreadyExistsError(
                 f"{path} is not empty; pass force=True (zarrlake demo --force) to rebuild it"
             )
-        # This process may hold the old catalog open (per-process caches of repos and catalog
-        # engines); drop them before removing the directory, or the new repo would reuse them.
-        from zarrlake.repo import forget_location
-
-        forget_location(path)
         shutil.rmtree(path)
     return zarrlake.Repo.create(path, author="ana")
 
@@ -235,7 +230,7 @@ def _branch(repo: zarrlake.Repo, name: str, at: str) -> str:
 
 
 def _merge(repo: zarrlake.Repo, source: str, into: str) -> str:
-    return repo.merge(source, into, message=f"Merge {source} into {into}", author="ana")
+    return repo.merge(source, branch=into, message=f"Merge {source} into {into}", author="ana")
 
 
 def _revert(repo: zarrlake.Repo, commit: str, branch: str) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 
 import zarrlake.history as history
 import zarrlake.maintenance as maintenance
+from zarrlake._optional import load
 from zarrlake.catalog import Catalog
 from zarrlake.core import RepoCore, create_core, open_core
 from zarrlake.errors import (
@@ -223,6 +224,23 @@ class Repo:
             f"<zarrlake.Repo {self.name!r} catalog={safe_url(self.config.catalog)} "
             f"storage={self.storage}>"
         )
+
+    def _repr_html_(self) -> str:
+        from zarrlake.display import repo_html
+
+        return repo_html(self)
+
+    def widget(self, ref: str | None = None) -> Any:
+        """A Jupyter widget to browse branches and commits, with each commit's details and
+        diff (chunk map included); ``widget.selected_dataset()`` opens the selected commit.
+        Needs the ``ui`` extra."""
+        return load("zarrlake.ui.widgets", "RepoBrowser", "ui")(self, ref)
+
+    def dashboard(self, *, allow_writes: bool = False, token: str | None = None) -> Any:
+        """The commit browser as a Panel viewer, shown inline in a notebook (``zarrlake ui``
+        serves the same app). Needs the ``ui`` extra."""
+        dashboard = load("zarrlake.ui.dashboard", "Dashboard", "ui")
+        return dashboard(self, allow_writes=allow_writes, token=token)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Repo) and other.config == self.config

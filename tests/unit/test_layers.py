@@ -19,6 +19,7 @@ LAYERS: dict[str, int] = {
     "zarrlake.types": 0,
     "zarrlake._xarray_hook": 0,
     "zarrlake.faults": 0,
+    "zarrlake._optional": 0,
     "zarrlake.display": 0,
     "zarrlake.model": 1,
     "zarrlake.catalog": 2,

@@ -25,7 +25,7 @@ def merge(
     fast_forward: bool,
 ) -> str:
     return repo.merge(
-        source, into=branch, strategy=solver, message=message, fast_forward=fast_forward
+        source, branch=branch, solver=solver, message=message, fast_forward=fast_forward
     )
 
 

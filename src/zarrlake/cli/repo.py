@@ -50,7 +50,12 @@ def _cmd_sessions(args: argparse.Namespace) -> int:
 
     repo = open_repo(args)
     if args.abandon:
-        repo.session(args.abandon).abandon()
+        import zarrlake
+
+        session = repo.session(args.abandon)
+        if not isinstance(session, zarrlake.WritableSession):
+            raise zarrlake.SessionClosedError(f"session {args.abandon} was already committed")
+        session.abandon()
         if args.json:
             emit_json({"action": "abandoned", "session": args.abandon})
         else:

@@ -39,6 +39,11 @@ class GCReport:
             f"{self.objects_pending} objects, {self.nodes_pending} nodes>"
         )
 
+    def _repr_html_(self) -> str:
+        from zarrlake.display import report_html
+
+        return report_html(self)
+
 
 @dataclass(frozen=True, slots=True)
 class ExpireReport:
@@ -55,6 +60,11 @@ class ExpireReport:
     def __repr__(self) -> str:
         verb = "would expire" if self.dry_run else "expired"
         return f"<ExpireReport {verb} {len(self.expired)} commits older than {self.cutoff.isoformat()}>"
+
+    def _repr_html_(self) -> str:
+        from zarrlake.display import report_html
+
+        return report_html(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +121,11 @@ class FsckReport:
         )
         return "\n".join([head, *(f"  {i}" for i in self.issues[:50])])
 
+    def _repr_html_(self) -> str:
+        from zarrlake.display import report_html
+
+        return report_html(self)
+
 
 @dataclass(frozen=True, slots=True)
 class ExportReport:
@@ -128,5 +143,9 @@ class ExportReport:
             f"{self.chunks} chunks, {self.bytes} B>"
         )
 
+    # -- reachability ------------------------------------------------------------------------------
 
-# -- reachability ------------------------------------------------------------------------------
+    def _repr_html_(self) -> str:
+        from zarrlake.display import report_html
+
+        return report_html(self)

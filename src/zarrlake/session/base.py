@@ -6,8 +6,9 @@ from __future__ import annotations
 import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from zarrlake._optional import load
 from zarrlake.catalog import CommitRow
 from zarrlake.core import RepoCore
 from zarrlake.errors import ChunkCorruptionError, ReadOnlyError
@@ -72,6 +73,16 @@ class Session(ABC):
     @abstractmethod
     def opener(self) -> Callable[[], StoreSession]:
         """A picklable callable that opens this session again, in any process."""
+
+    def _repr_html_(self) -> str:
+        from zarrlake.display import session_html
+
+        return session_html(self)  # type: ignore[arg-type]  # duck-typed: see display
+
+    def widget(self) -> Any:
+        """A Jupyter widget: the countdown to expiry (ticking in the browser), the staged
+        change count, and extend / abandon buttons. Needs the ``ui`` extra."""
+        return load("zarrlake.ui.widgets", "SessionWidget", "ui")(self)
 
     @property
     def label(self) -> str:

@@ -26,6 +26,10 @@ class ReadonlySession(Session):
     """A read-only view of one commit. Create with :meth:`Repo.readonly_session`."""
 
     id = None
+    isolation = "snapshot"
+    expires_at = None
+    created_at = None
+    author = None
 
     def __init__(
         self,
@@ -41,6 +45,10 @@ class ReadonlySession(Session):
     @property
     def read_only(self) -> bool:
         return True
+
+    @property
+    def state(self) -> str:
+        return "read-only"
 
     def opener(self) -> Callable[[], StoreSession]:
         return SessionOpener(self.config, commit=self.base_commit)

@@ -45,7 +45,7 @@ from zarrlake.session.keys import Target, could_be_chunk_key, key_coords, row_re
 from zarrlake.session.opener import SessionOpener
 from zarrlake.session.ops import DropNode, Op, PutRow, RecordRead
 from zarrlake.session.stager import Stager
-from zarrlake.types import from_epoch, validate_metadata, validate_text
+from zarrlake.types import SessionInfo, from_epoch, validate_metadata, validate_text
 
 if TYPE_CHECKING:
     from zarrlake.model import Solver
@@ -115,6 +115,35 @@ class WritableSession(Session):
     def committed_as(self) -> str | None:
         """The commit this session became, once committed."""
         return self._committed
+
+    @property
+    def state(self) -> str:
+        """``open``, ``committed``, ``abandoned`` or ``expired``, as this process knows it
+        (:meth:`info` asks the catalog)."""
+        if self._closed is not None:
+            return self._closed
+        if self._row.status != "open":
+            return self._row.status
+        return "expired" if time.time() >= self._row.expires_at else "open"
+
+    def info(self) -> SessionInfo:
+        """This session as the catalog records it now (status, expiry, commit)."""
+        row = self._core.catalog.get_session(self.id)
+        self._row = row
+        status = row.status
+        if status == "open" and self._core.catalog.clock() >= row.expires_at:
+            status = "expired"
+        return SessionInfo(
+            row.id,
+            row.branch,
+            row.base_commit,
+            row.author,
+            row.isolation,
+            status,
+            from_epoch(row.created_at),
+            from_epoch(row.expires_at),
+            row.commit_id,
+        )
 
     @property
     def expires_at(self) -> datetime:

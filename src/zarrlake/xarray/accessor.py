@@ -6,6 +6,7 @@ from typing import Any
 
 import xarray as xr
 
+from zarrlake._optional import load
 from zarrlake.model.diff import Diff
 from zarrlake.repo import Repo
 from zarrlake.session import Session
@@ -74,6 +75,11 @@ class LakeAccessor:
     def log(self, ref: str | None = None, *, limit: int | None = None) -> list[CommitInfo]:
         """The history of the Dataset's data (see :func:`log`)."""
         return log(self._ds, ref, limit=limit)
+
+    def widget(self) -> Any:
+        """A Jupyter widget browsing the history of this Dataset's data (see
+        :meth:`zarrlake.Repo.widget`); ``widget.selected_dataset()`` opens a chosen commit."""
+        return load("zarrlake.ui.widgets", "RepoBrowser", "ui").for_dataset(self._ds)
 
     def diff(self, other: xr.Dataset | str) -> Diff:
         """What changed from the Dataset's commit to ``other`` (see :func:`diff`)."""

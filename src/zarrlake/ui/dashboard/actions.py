@@ -30,8 +30,4 @@ def revert(repo: Repo, writes: Writes, token: str, commit: str, branch: str) -> 
 
 def merge(repo: Repo, writes: Writes, token: str, source: str, into: str, solver: str) -> str:
     writes.check(token)
-    if solver not in ("fail", "ours", "theirs"):
-        from zarrlake import InvalidInputError
-
-        raise InvalidInputError(f"solver must be 'fail', 'ours' or 'theirs', got {solver!r}")
-    return repo.merge(source, into, strategy=solver, author=AUTHOR)  # type: ignore[arg-type]
+    return repo.merge(source, branch=into, solver=solver, author=AUTHOR)  # type: ignore[arg-type]

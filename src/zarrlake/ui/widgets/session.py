@@ -3,7 +3,7 @@ changes, and buttons to extend or abandon it."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 import ipywidgets as w  # type: ignore[import-untyped]
@@ -14,7 +14,7 @@ from zarrlake.errors import InvalidInputError, ZarrlakeError
 from zarrlake.ui.widgets.countdown import Countdown
 
 if TYPE_CHECKING:
-    from zarrlake import Session
+    from zarrlake import WritableSession
 
 __all__ = ["SessionWidget"]
 
@@ -30,7 +30,7 @@ class SessionWidget(w.VBox):  # type: ignore[misc]
     status (a commit from elsewhere closes the session).
     """
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: WritableSession) -> None:
         if session.id is None:
             raise InvalidInputError("a read-only session has no expiry; pass a writable session")
         self.session = session
@@ -65,13 +65,7 @@ class SessionWidget(w.VBox):  # type: ignore[misc]
         return str(self.countdown.status)
 
     def _status_now(self) -> str:
-        s = self.session
-        for info in s.repo.sessions(include_closed=True):
-            if info.id == s.id:
-                if info.status == "open" and info.expires_at <= datetime.now(UTC):
-                    return "expired"
-                return info.status
-        return "expired"  # no longer listed: cleaned up after it expired
+        return str(self.session.info().status)
 
     def refresh(self) -> None:
         """Re-read the session's status, expiry and staged changes."""
