@@ -11,7 +11,7 @@ import pytest
 import zarr
 
 import zarrlake
-from tests.conftest import PG_URL, _need_postgres
+from tests.conftest import PG_URL, _need_postgres, unique
 from tests.integration._workers import (
     CTX,
     create_branch_racing,
@@ -144,7 +144,7 @@ def test_processes_creating_one_repo_at_once(tmp_path: Path) -> None:
     # PostgreSQL runs the two inserts concurrently (SQLite serializes writers)
     _need_postgres()
     catalog_url = PG_URL
-    name = f"race-{tmp_path.name[-12:]}"
+    name = unique("race")
     barrier = CTX.Barrier(4)
     outcomes = run_children(
         [(create_repo_racing, (catalog_url, name, str(tmp_path / "o"), barrier))] * 4
