@@ -118,15 +118,15 @@ def _report(exc: BaseException, code: int, as_json: bool) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args, extra = parser.parse_known_args(argv)
-    if getattr(args, "_operands", None) is None and extra:
+    if getattr(args, "operand_spec", None) is None and extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     as_json = bool(getattr(args, "json", False))
     try:
-        if getattr(args, "_operands", None) is not None:
+        if getattr(args, "operand_spec", None) is not None:
             from zarrlake.cli._common import bind_operands
 
             if any(e.startswith("-") and e != "-" for e in extra):
-                args._parser.error(f"unrecognized arguments: {' '.join(extra)}")
+                args.subparser.error(f"unrecognized arguments: {' '.join(extra)}")
             bind_operands(args, extra)
         return int(args.func(args))
     except KeyboardInterrupt:

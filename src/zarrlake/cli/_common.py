@@ -150,7 +150,7 @@ def add_lake_args(sp: argparse.ArgumentParser, *operands: Operand) -> None:
     ``--catalog`` names the lake (then every word is an operand)."""
     spec = " ".join(o.name if o.required else f"[{o.name}]" for o in operands)
     sp.usage = f"%(prog)s [options] [LAKE] {spec}".rstrip()
-    sp.add_argument("_words", nargs="*", metavar="ARG", help=argparse.SUPPRESS)
+    sp.add_argument("words_", nargs="*", metavar="ARG", help=argparse.SUPPRESS)
     g = sp.add_argument_group("positional arguments")
     lines = [
         f"LAKE: the repo directory (default {DEFAULT_LAKE}); leave it out with --catalog",
@@ -159,14 +159,14 @@ def add_lake_args(sp: argparse.ArgumentParser, *operands: Operand) -> None:
     g.description = "\n".join(lines)
     sp.formatter_class = argparse.RawDescriptionHelpFormatter
     _add_location_options(sp)
-    sp.set_defaults(_operands=operands, _parser=sp)
+    sp.set_defaults(operand_spec=operands, subparser=sp)
 
 
 def bind_operands(args: argparse.Namespace, extra: list[str]) -> None:
     """Split the words of ``add_lake_args`` into ``args.path`` and one attribute per operand."""
-    operands: tuple[Operand, ...] | None = getattr(args, "_operands", None)
-    parser: argparse.ArgumentParser = args._parser
-    words = list(args._words) + extra
+    operands: tuple[Operand, ...] | None = getattr(args, "operand_spec", None)
+    parser: argparse.ArgumentParser = args.subparser
+    words = list(args.words_) + extra
     if not args.catalog:
         args.path = words.pop(0) if words else DEFAULT_LAKE
     elif not hasattr(args, "path"):

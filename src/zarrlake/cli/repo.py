@@ -34,7 +34,9 @@ def _cmd_init(args: argparse.Namespace) -> int:
         catalog = redact(args.catalog)
     else:
         if args.storage:
-            args._parser.error("--storage goes with --catalog (a LAKE directory keeps its chunks)")
+            args.subparser.error(
+                "--storage goes with --catalog (a LAKE directory keeps its chunks)"
+            )
         repo = zarrlake.Repo.create(args.path, storage_options=options, author=args.author)
         catalog = f"sqlite:///{args.path}/catalog.db"
     if args.json:

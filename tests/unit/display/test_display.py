@@ -124,7 +124,7 @@ def test_session_html_shows_branch_base_staged_changes_and_expiry(
     assert "staged    1 nodes, 4 chunks" in text
     assert "(open)" in text
     s.abandon()
-    assert "(closed)" in display.session_text(s)
+    assert "(abandoned)" in display.session_text(s)
     ro = sqlite_repo.readonly_session(tag="v1")
     assert display.session_text(ro) == f"read-only session at commit {lake['c1']}"
 

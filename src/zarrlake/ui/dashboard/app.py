@@ -80,7 +80,13 @@ class Dashboard(Viewer):
     def view(self, name: str) -> Any:
         """The page ``name``, built on first use."""
         if name not in self.views:
-            from zarrlake.ui.dashboard import compare, data, history, merge, overview, sessions
+            # the page modules themselves, not the package (which imports this module)
+            import zarrlake.ui.dashboard.compare as compare
+            import zarrlake.ui.dashboard.data as data
+            import zarrlake.ui.dashboard.history as history
+            import zarrlake.ui.dashboard.merge as merge
+            import zarrlake.ui.dashboard.overview as overview
+            import zarrlake.ui.dashboard.sessions as sessions
 
             cls = {
                 "overview": overview.OverviewView,

@@ -12,8 +12,8 @@ import panel as pn
 import param
 from panel.viewable import Viewer
 
+import zarrlake.ui.dashboard.actions as actions
 from zarrlake import CommitInfo
-from zarrlake.ui.dashboard import actions
 from zarrlake.ui.dashboard.common import error_alert, fmt_time, short
 from zarrlake.ui.dashboard.context import Context
 from zarrlake.ui.dashboard.graph import Graph

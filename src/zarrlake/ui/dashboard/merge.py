@@ -11,7 +11,7 @@ import panel as pn
 import param
 from panel.viewable import Viewer
 
-from zarrlake.ui.dashboard import actions
+import zarrlake.ui.dashboard.actions as actions
 from zarrlake.ui.dashboard.common import error_alert, short
 from zarrlake.ui.dashboard.context import Context
 from zarrlake.ui.dashboard.preview import MergePreview, preview_merge

@@ -55,7 +55,12 @@ def serve(
     from tornado.ioloop import IOLoop
 
     # Import every page's modules now, so the first browser does not wait for them.
-    from zarrlake.ui.dashboard import compare, data, history, merge, overview, sessions  # noqa: F401
+    import zarrlake.ui.dashboard.compare
+    import zarrlake.ui.dashboard.data
+    import zarrlake.ui.dashboard.history
+    import zarrlake.ui.dashboard.merge
+    import zarrlake.ui.dashboard.overview
+    import zarrlake.ui.dashboard.sessions  # noqa: F401
 
     if port == 0:
         port = _free_port(host)

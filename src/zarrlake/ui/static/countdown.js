@@ -46,6 +46,7 @@ export default {
     model.on("change:status", draw);
     return () => {
       clearInterval(timer);
+      span.remove();
       if (typeof model.off === "function") {
         model.off("change:expires_at", draw);
         model.off("change:status", draw);
