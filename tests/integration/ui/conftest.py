@@ -5,7 +5,6 @@ One demo lake, one server and one browser per module; each test gets a fresh pag
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import urllib.request
@@ -15,27 +14,13 @@ from typing import Any
 
 import pytest
 
-CHROMIUM = "/usr/bin/chromium"
+from tests.integration._browser import chromium
+
 ARTIFACTS = Path(__file__).parent / "artifacts"
-BROWSER_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "browser: drives the served dashboard in headless Chromium")
-
-
-def need_chromium() -> None:
-    if not Path(CHROMIUM).exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"{CHROMIUM} is required in CI and is missing")
-        pytest.skip(f"{CHROMIUM} is not installed")
 
 
 def wait_until(check: Callable[[], Any], timeout: float = 20.0, every: float = 0.2) -> Any:
@@ -101,13 +86,8 @@ def demo_lake(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    need_chromium()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+    with chromium() as b:
         yield b
-        b.close()
 
 
 @pytest.fixture
