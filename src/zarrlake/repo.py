@@ -486,20 +486,7 @@ class Repo:
 
     def sessions(self, include_closed: bool = False) -> list[SessionInfo]:
         """Open sessions (with their expiry), oldest first."""
-        return [
-            SessionInfo(
-                r.id,
-                r.branch,
-                r.base_commit,
-                r.author,
-                r.isolation,
-                r.status,
-                from_epoch(r.created_at),
-                from_epoch(r.expires_at),
-                r.commit_id,
-            )
-            for r in self._cat.list_sessions(self._rid, include_closed)
-        ]
+        return [r.info() for r in self._cat.list_sessions(self._rid, include_closed)]
 
     # -- maintenance ---------------------------------------------------------------------------
 

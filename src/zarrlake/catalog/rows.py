@@ -10,6 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from zarrlake.catalog.schema import commits, refs
+from zarrlake.types import SessionInfo, from_epoch
 
 __all__ = [
     "BATCH",
@@ -61,6 +62,20 @@ class SessionRow:
     created_at: float
     expires_at: float
     commit_id: str | None
+
+    def info(self, status: str | None = None) -> SessionInfo:
+        """The public description of this session (``status`` overrides the stored one)."""
+        return SessionInfo(
+            self.id,
+            self.branch,
+            self.base_commit,
+            self.author,
+            self.isolation,
+            status or self.status,
+            from_epoch(self.created_at),
+            from_epoch(self.expires_at),
+            self.commit_id,
+        )
 
 
 @dataclass(frozen=True, slots=True)

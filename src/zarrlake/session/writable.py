@@ -130,20 +130,8 @@ class WritableSession(Session):
         """This session as the catalog records it now (status, expiry, commit)."""
         row = self._core.catalog.get_session(self.id)
         self._row = row
-        status = row.status
-        if status == "open" and self._core.catalog.clock() >= row.expires_at:
-            status = "expired"
-        return SessionInfo(
-            row.id,
-            row.branch,
-            row.base_commit,
-            row.author,
-            row.isolation,
-            status,
-            from_epoch(row.created_at),
-            from_epoch(row.expires_at),
-            row.commit_id,
-        )
+        expired = row.status == "open" and self._core.catalog.clock() >= row.expires_at
+        return row.info("expired" if expired else None)
 
     @property
     def expires_at(self) -> datetime:
