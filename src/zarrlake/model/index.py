@@ -116,9 +116,10 @@ class IndexNode:
         return list(self.entries.values())
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class _Virtual:
-    """A node that exists only in memory: the top of a shallower tree seen one level deeper."""
+    """A node that exists only in memory: the top of a shallower tree seen one level deeper
+    (compared by identity: it only ever faces a stored node or nothing)."""
 
     level: int
     entries: Mapping[ChunkCoords, bytes | _Virtual]
@@ -396,10 +397,8 @@ def index_delta(
     while pending:
         ahead: list[tuple[ChunkCoords, int, Child | None, Child | None]] = []
         for q, level, ea, eb in pending:
-            for local in sorted(set(ea) | set(eb)):
+            for local in sorted({k for k, _ in ea.items() ^ eb.items()}):
                 ca, cb = ea.get(local), eb.get(local)
-                if ca == cb:
-                    continue
                 child = _child_pos(q, local, shape.block_shape)
                 if level == 1:
                     assert not isinstance(ca, _Virtual)  # virtual nodes are never leaves
@@ -486,13 +485,13 @@ def _unpack(data: bytes, offset: int, n: int, ndim: int) -> dict[ChunkCoords, by
     end = offset + n * (2 * ndim + 32)
     if len(data) != end:
         raise CatalogError("manifest index node is corrupt: wrong length")
-    coords = (
-        np.frombuffer(data, "<u2", n * ndim, offset).reshape(n, ndim).tolist()
-        if n * ndim
-        else [[]] * n
-    )
+    if n * ndim:
+        keys = map(tuple, np.frombuffer(data, "<u2", n * ndim, offset).reshape(n, ndim).tolist())
+    else:
+        keys = iter([()] * n)
     o = offset + 2 * n * ndim
-    out = {tuple(c): data[o + 32 * i : o + 32 * (i + 1)] for i, c in enumerate(coords)}
+    hashes = np.frombuffer(data, np.dtype((np.void, 32)), n, o).tolist() if n else []
+    out = dict(zip(keys, hashes, strict=True))
     if len(out) != n:
         raise CatalogError("manifest index node is corrupt: repeated entries")
     return out
