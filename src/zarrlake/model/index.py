@@ -485,12 +485,13 @@ def _unpack(data: bytes, offset: int, n: int, ndim: int) -> dict[ChunkCoords, by
     end = offset + n * (2 * ndim + 32)
     if len(data) != end:
         raise CatalogError("manifest index node is corrupt: wrong length")
-    if n * ndim:
-        keys = map(tuple, np.frombuffer(data, "<u2", n * ndim, offset).reshape(n, ndim).tolist())
-    else:
-        keys = iter([()] * n)
+    keys: Iterable[ChunkCoords] = (
+        map(tuple, np.frombuffer(data, "<u2", n * ndim, offset).reshape(n, ndim).tolist())
+        if n * ndim
+        else [()] * n
+    )
     o = offset + 2 * n * ndim
-    hashes = np.frombuffer(data, np.dtype((np.void, 32)), n, o).tolist() if n else []
+    hashes: list[bytes] = np.frombuffer(data, np.dtype((np.void, 32)), n, o).tolist() if n else []
     out = dict(zip(keys, hashes, strict=True))
     if len(out) != n:
         raise CatalogError("manifest index node is corrupt: repeated entries")
