@@ -491,7 +491,7 @@ def _unpack(data: bytes, offset: int, n: int, ndim: int) -> dict[ChunkCoords, by
         else [()] * n
     )
     o = offset + 2 * n * ndim
-    hashes: list[bytes] = np.frombuffer(data, np.dtype((np.void, 32)), n, o).tolist() if n else []
+    hashes = cast(list[bytes], np.frombuffer(data, np.dtype((np.void, 32)), n, o).tolist())
     out = dict(zip(keys, hashes, strict=True))
     if len(out) != n:
         raise CatalogError("manifest index node is corrupt: repeated entries")
