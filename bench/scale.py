@@ -54,9 +54,9 @@ import sys, time, json
 import numpy as np, zarr
 import zarrlake
 t0 = time.perf_counter()
-repo = zarrlake.Repo.open(sys.argv[1], **json.loads(sys.argv[2]))
+repo = zarrlake.Repo.open(**json.loads(sys.argv[1]))
 arr = zarr.open_array(repo.readonly_session("main").store, path="grid", mode="r")
-v = arr[int(sys.argv[3]), int(sys.argv[4])]
+v = arr[int(sys.argv[2]), int(sys.argv[3])]
 t1 = time.perf_counter()
 assert v == 1, v
 print(json.dumps({"seconds": t1 - t0}))
@@ -86,13 +86,11 @@ class Lake:
 
     def __init__(self, where: Path, side: int, catalog: str | None) -> None:
         self.side = side
-        self.kwargs: dict[str, Any] = {}
         if catalog is None:
-            self.location = str(where)
+            self.opener: dict[str, Any] = {"location": str(where)}
             self.repo = zarrlake.Repo.create(where)
         else:
-            self.location = catalog
-            self.kwargs = {"storage": str(where / "objects")}
+            self.opener = {"catalog": catalog}
             self.repo = zarrlake.Repo.create(catalog=catalog, storage=str(where / "objects"))
         s = self.repo.writable_session()
         zarr.open_group(s.store, mode="w").create_array(
@@ -146,8 +144,7 @@ class Lake:
                 sys.executable,
                 "-c",
                 COLD_SCRIPT,
-                self.location,
-                json.dumps(self.kwargs),
+                json.dumps(self.opener),
                 str(r),
                 str(c),
             ],
@@ -180,7 +177,7 @@ class Lake:
 
     def cold_diff(self, a: str, b: str) -> float:
         forget_cores()
-        repo = zarrlake.Repo.open(self.location, **self.kwargs)
+        repo = zarrlake.Repo.open(**self.opener)
         t = time.perf_counter()
         d = repo.diff(a, b)
         took = time.perf_counter() - t
