@@ -26,7 +26,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m zarrlake_jupyter.serve", description=__doc__)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--prefix", default="", help="path the proxy serves us at, e.g. /zarrlake")
-    parser.add_argument("--lake", type=Path, default=None, help="lake directory (default: %(default)s)")
+    parser.add_argument(
+        "--lake", type=Path, default=None, help="lake directory (default: %(default)s)"
+    )
     args = parser.parse_args(argv)
     lake = (args.lake or default_lake()).expanduser()
 
