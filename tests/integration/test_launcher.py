@@ -105,6 +105,7 @@ def test_the_launcher_lists_the_dashboard_with_its_icon(jupyterlab: tuple[str, P
     assert entry["enabled"] is True
     assert entry["title"] == "zarrlake dashboard"
     assert entry["path_info"] == "zarrlake/"
+    assert entry["category"] == "Notebook"  # the launcher shows icon URLs only there
     status, icon, ctype = _get(url.rstrip("/") + entry["icon_url"].removeprefix(BASE.rstrip("/")))
     assert status == 200
     assert ctype.startswith("image/svg")

@@ -35,7 +35,9 @@ def setup_zarrlake() -> dict[str, Any]:
             "title": "zarrlake dashboard",
             "icon_path": str(ICON),
             "path_info": "zarrlake/",
-            "category": "Other",
+            # JupyterLab's launcher draws an icon from a URL only for its kernel categories
+            # (Notebook, Console): elsewhere the tile would show no icon at all
+            "category": "Notebook",
         },
         "new_browser_tab": False,
     }
