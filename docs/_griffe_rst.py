@@ -12,13 +12,38 @@ from typing import Any
 
 import griffe
 
+DOCTEST_SKIP = re.compile(r"\s*#\s*doctest:.*$")
 ROLE = re.compile(r":(?:py:)?(?:class|meth|func|attr|exc|mod|data|obj|const):`~?([^`]+)`")
 LITERAL_INTRO = re.compile(r"(?<=\S)::[ \t]*$", re.MULTILINE)
 
 
+def fence_doctests(text: str) -> str:
+    """Put ``>>>`` sessions in fenced code blocks (Markdown would read them as quotes)."""
+    out: list[str] = []
+    block: list[str] = []
+    indent = ""
+
+    def close() -> None:
+        if block:
+            out.extend([f"{indent}```pycon", *block, f"{indent}```"])
+            block.clear()
+
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        if stripped.startswith((">>>", "... ")) or (stripped == "..." and block):
+            if not block:
+                indent = line[: len(line) - len(stripped)]
+            block.append(indent + DOCTEST_SKIP.sub("", stripped))
+        else:
+            close()
+            out.append(line)
+    close()
+    return "\n".join(out)
+
+
 def rewrite(text: str) -> str:
     text = ROLE.sub(lambda m: f"`{m.group(1)}`", text)
-    return LITERAL_INTRO.sub(":", text)
+    return fence_doctests(LITERAL_INTRO.sub(":", text))
 
 
 class ReSTRoles(griffe.Extension):
