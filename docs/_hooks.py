@@ -52,11 +52,13 @@ def on_config(config: Any) -> Any:
     notebooks = _notebooks(config)
     if not notebooks or not config.get("nav"):
         return config
+    pages = [{_title(p): _uri(p)} for p in notebooks]
     for entry in config["nav"]:
-        if isinstance(entry, dict) and "Tutorials" in entry:
-            section = entry["Tutorials"]
-            section.extend({_title(p): _uri(p)} for p in notebooks)
+        if isinstance(entry, dict) and isinstance(entry.get("Tutorials"), list):
+            entry["Tutorials"].extend(pages)
             break
+    else:
+        config["nav"].append({"Tutorials": pages})
     return config
 
 
