@@ -59,7 +59,21 @@ def referenced_nodes(repo: zarrlake.Repo) -> set[bytes]:
             out.add(node.meta)
             if node.manifest is not None:
                 out.add(node.manifest)
-                out.update(repo._core.reader.index(node.manifest).shards.values())
+                out |= index_tree_nodes(repo, node.manifest)
+    return out
+
+
+def index_tree_nodes(repo: zarrlake.Repo, manifest: bytes) -> set[bytes]:
+    """The index nodes and shards under one manifest index, walked down from its top."""
+    reader = repo._core.reader
+    index = reader.index(manifest)
+    out: set[bytes] = set()
+    frontier = [(h, index.depth - 1) for h in index.top_children()]
+    while frontier:
+        h, level = frontier.pop()
+        out.add(h)
+        if level >= 1:
+            frontier.extend((c, level - 1) for c in reader.index_node(h).child_hashes())
     return out
 
 

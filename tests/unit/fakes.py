@@ -8,7 +8,16 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from zarrlake.model import ChunkRef, ManifestIndex, NodeMeta, Root, Shard, parse_node_meta
+from zarrlake.model import (
+    NODE_KIND,
+    ChunkRef,
+    IndexNode,
+    ManifestIndex,
+    NodeMeta,
+    Root,
+    Shard,
+    parse_node_meta,
+)
 from zarrlake.model.changes import BuildResult, StagedState, build_snapshot
 from zarrlake.model.manifest import content_hash
 
@@ -34,6 +43,9 @@ class FakeReader:
     def prefetch_shards(self, hashes: object) -> None:
         """Nothing to prefetch in memory; loads are counted where shards are used."""
 
+    def prefetch_index_nodes(self, hashes: object) -> None:
+        """Nothing to prefetch in memory; loads are counted where nodes are used."""
+
     def _get(self, h: bytes, kind: str) -> bytes:
         found_kind, data = self.blobs[h]
         assert found_kind == kind, f"asked for a {kind}, holds a {found_kind}"
@@ -49,11 +61,24 @@ class FakeReader:
     def index(self, h: bytes) -> ManifestIndex:
         return ManifestIndex.decode(self._get(h, "index"))
 
+    def index_node(self, h: bytes) -> IndexNode:
+        return IndexNode.decode(self._get(h, NODE_KIND))
+
     def shard(self, h: bytes) -> Shard:
         return Shard.decode(self._get(h, "shard"))
 
     def root(self, h: bytes) -> Root:
         return Root.decode(self._get(h, "root"))
+
+    def put_index(self, shard_shape: tuple[int, ...], shards: Mapping[Any, bytes]) -> bytes:
+        """Store a manifest index of ``shards`` (position -> shard hash); its hash."""
+        blobs: dict[bytes, tuple[str, bytes]] = {}
+        index = ManifestIndex.empty(shard_shape, None).updated(dict(shards), self, blobs)
+        assert index is not None
+        data = index.encode()
+        blobs[content_hash(data)] = ("index", data)
+        self.add(blobs)
+        return content_hash(data)
 
     def build(self, base: Root, staged: StagedState) -> BuildResult:
         """build_snapshot, then keep its new nodes (as the catalog would)."""

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from tests.unit.fakes import FakeReader, array_doc, group_doc, ref
-from zarrlake.model import ManifestIndex, NodeEntry, Root, Shard, StagedNode, StagedState
+from zarrlake.model import NodeEntry, Root, Shard, StagedNode, StagedState
 from zarrlake.model.diff import ABSENT, Diff, FieldChange, diff_roots
 from zarrlake.model.manifest import content_hash
 
@@ -247,10 +247,7 @@ def _big_array(reader: FakeReader, n: int, shard: int) -> Root:
         h = content_hash(data)
         reader.add({h: ("shard", data)})
         shards[(pos,)] = h
-    index = ManifestIndex((shard,), shards)
-    idata = index.encode()
-    ih = content_hash(idata)
-    reader.add({ih: ("index", idata)})
+    ih = reader.put_index((shard,), shards)
     meta = reader.put_meta(array_doc(shape=(n,), chunks=(1,)))
     return Root({"big": NodeEntry("array", meta, ih)})
 

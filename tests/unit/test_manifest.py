@@ -16,7 +16,6 @@ from zarrlake.model.manifest import (
     INLINE_LIMIT,
     SHARD_TARGET,
     ChunkRef,
-    ManifestIndex,
     Shard,
     content_hash,
     join_coords,
@@ -322,51 +321,6 @@ def test_shard_shape_properties(grid: tuple[int, ...] | None, ndim: int) -> None
                 assert shape[i] <= grid[i]
         if all(g > 0 for g in grid[1:]) and math.prod(grid[1:]) <= SHARD_TARGET:
             assert shape[1:] == grid[1:]
-
-
-# -- ManifestIndex ----------------------------------------------------------------------------
-
-
-def test_manifest_index_round_trip() -> None:
-    idx = ManifestIndex(
-        (100, 10), {(0, 0): content_hash(b"a"), (3, 1): content_hash(b"b"), (1, 7): b"\x00" * 32}
-    )
-    back = ManifestIndex.decode(idx.encode())
-    assert back.shard_shape == (100, 10)
-    assert dict(back.shards) == dict(idx.shards)
-
-
-def test_manifest_index_0d_round_trip() -> None:
-    idx = ManifestIndex((), {(): content_hash(b"x")})
-    back = ManifestIndex.decode(idx.encode())
-    assert back.shard_shape == ()
-    assert dict(back.shards) == {(): content_hash(b"x")}
-
-
-def test_manifest_index_encoding_is_canonical() -> None:
-    a = ManifestIndex((4, 4), {(1, 0): b"\x01" * 32, (0, 1): b"\x02" * 32})
-    b = ManifestIndex((4, 4), {(0, 1): b"\x02" * 32, (1, 0): b"\x01" * 32})
-    assert a.encode() == b.encode()
-
-
-@given(
-    shards=st.dictionaries(
-        st.lists(st.integers(0, 10**6), min_size=2, max_size=2).map(tuple),
-        st.binary(min_size=32, max_size=32),
-        max_size=20,
-    )
-)
-def test_manifest_index_round_trip_property(shards: dict[tuple[int, ...], bytes]) -> None:
-    idx = ManifestIndex((5, 7), shards)
-    back = ManifestIndex.decode(idx.encode())
-    assert back.shard_shape == (5, 7)
-    assert dict(back.shards) == shards
-
-
-@pytest.mark.parametrize("data", [b"garbage", b"{}", b'{"shard_shape": [1]}'])
-def test_manifest_index_decode_corrupt_raises_catalog_error(data: bytes) -> None:
-    with pytest.raises(CatalogError):
-        ManifestIndex.decode(data)
 
 
 def test_shard_columns_are_numpy_views() -> None:

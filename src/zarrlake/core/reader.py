@@ -8,7 +8,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from zarrlake.catalog import Catalog
-from zarrlake.model import ChangeSet, ManifestIndex, NodeMeta, Root, Shard, parse_node_meta
+from zarrlake.model import (
+    NODE_KIND,
+    ChangeSet,
+    IndexNode,
+    ManifestIndex,
+    NodeMeta,
+    Root,
+    Shard,
+    parse_node_meta,
+)
 
 __all__ = ["CatalogReader"]
 
@@ -60,11 +69,14 @@ class _LRU:
 class CatalogReader:
     """Loads catalog nodes by hash; they never change, so they are cached forever (LRU)."""
 
-    def __init__(self, catalog: Catalog, repo_id: int, *, shard_cache: int = 512) -> None:
+    def __init__(
+        self, catalog: Catalog, repo_id: int, *, shard_cache: int = 512, node_cache: int = 4096
+    ) -> None:
         self.catalog = catalog
         self.repo_id = repo_id
         self._small = _LRU(8192)
         self._shards = _LRU(shard_cache)
+        self._nodes = _LRU(node_cache)  # index nodes, about 9 KB each when full
 
     def _blob(self, h: bytes) -> bytes:
         return self.catalog.get_blob(self.repo_id, h)
@@ -78,6 +90,8 @@ class CatalogReader:
             self._shards.get(h, lambda: Shard.decode(data))
         elif kind == "index":
             self._small.get(("i", h), lambda: ManifestIndex.decode(data))
+        elif kind == NODE_KIND:
+            self._nodes.get(h, lambda: IndexNode.decode(data))
         elif kind == "changes":
             self._small.get(("c", h), lambda: ChangeSet.decode(data))
 
@@ -96,14 +110,26 @@ class CatalogReader:
     def index(self, h: bytes) -> ManifestIndex:
         return self._small.get(("i", h), lambda: ManifestIndex.decode(self._blob(h)))  # type: ignore[no-any-return]
 
+    def index_node(self, h: bytes) -> IndexNode:
+        return self._nodes.get(h, lambda: IndexNode.decode(self._blob(h)))  # type: ignore[no-any-return]
+
+    def prefetch_index_nodes(self, hashes: Sequence[bytes]) -> None:
+        """Load the index nodes not cached yet in one query per few hundred."""
+        self._prefetch(self._nodes, hashes, IndexNode.decode)
+
     def prefetch_shards(self, hashes: Sequence[bytes]) -> None:
         """Load the shards not cached yet in one query per few hundred (a diff or a commit
         touching many shards would otherwise pay one catalog round trip per shard)."""
-        missing = [h for h in dict.fromkeys(hashes) if not self._shards.has(h)]
+        self._prefetch(self._shards, hashes, Shard.decode)
+
+    def _prefetch(
+        self, cache: _LRU, hashes: Sequence[bytes], decode: Callable[[bytes], Any]
+    ) -> None:
+        missing = [h for h in dict.fromkeys(hashes) if not cache.has(h)]
         if not missing:
             return
         for h, (_kind, data) in self.catalog.get_blobs(self.repo_id, missing).items():
-            self._shards.put(h, Shard.decode(data))
+            cache.put(h, decode(data))
 
     def shard(self, h: bytes) -> Shard:
         return self._shards.get(h, lambda: Shard.decode(self._blob(h)))  # type: ignore[no-any-return]

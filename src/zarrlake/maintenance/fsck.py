@@ -53,9 +53,10 @@ def _locate(
                 continue
             try:
                 index = reader.index(node.manifest)
+                shards = list(index.shard_items(reader))
             except CatalogError:
-                continue
-            for pos, sh in index.shards.items():
+                continue  # a missing index node is reported by the reach walk
+            for pos, sh in shards:
                 if sh in seen_shards:
                     continue
                 seen_shards.add(sh)

@@ -12,7 +12,7 @@ from zarrlake.catalog import CommitRow
 from zarrlake.core import RepoCore
 from zarrlake.errors import CatalogError
 from zarrlake.maintenance.progress import progress_bar
-from zarrlake.model import ManifestIndex, Root, Shard
+from zarrlake.model import NODE_KIND, IndexNode, ManifestIndex, Root, Shard
 
 __all__ = ["Reach", "hash_rows", "live_set", "object_hashes", "reachable_from"]
 
@@ -53,7 +53,7 @@ def _load(core: RepoCore, hashes: Iterable[bytes], kind: str, reach: Reach) -> I
 
 
 def reachable_from(core: RepoCore, commits: Sequence[CommitRow], show: bool | None) -> Reach:
-    """Walk roots, manifests and shards of ``commits`` (each distinct node once)."""
+    """Walk roots, manifest indexes and shards of ``commits`` (each distinct node once)."""
     reach = Reach()
     roots = {c.root_hash for c in commits}
     reach.nodes |= roots | {c.changes_hash for c in commits if c.changes_hash is not None}
@@ -67,8 +67,18 @@ def reachable_from(core: RepoCore, commits: Sequence[CommitRow], show: bool | No
         reach.committed.update(r.hash for r in root.raw.values() if r.inline is None)
     reach.nodes |= indexes
     shards: set[bytes] = set()
+    inner: set[bytes] = set()
     for data in _load(core, indexes, "index", reach):
-        shards.update(ManifestIndex.decode(data).shards.values())
+        index = ManifestIndex.decode(data)
+        (shards if index.depth <= 1 else inner).update(index.top_children())
+    while inner:  # the index trees, one level per step
+        reach.nodes |= inner
+        ordered_nodes, inner = sorted(inner), set()
+        for i in range(0, len(ordered_nodes), 256):
+            for data in _load(core, ordered_nodes[i : i + 256], NODE_KIND, reach):
+                inode = IndexNode.decode(data)
+                (shards if inode.level == 1 else inner).update(inode.child_hashes())
+        inner -= reach.nodes
     reach.nodes |= shards
     ordered = sorted(shards)
     with progress_bar(show, len(ordered), "scanning manifests") as bar:

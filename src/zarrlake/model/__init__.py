@@ -18,14 +18,17 @@ from zarrlake.model.conflicts import (
     detect_conflicts,
     rebase_staged,
 )
-from zarrlake.model.manifest import ChunkRef, ManifestIndex, Shard, content_hash
+from zarrlake.model.index import NODE_KIND, IndexNode, ManifestIndex
+from zarrlake.model.manifest import ChunkRef, Shard, content_hash
 from zarrlake.model.metadata import NodeMeta, parse_node_meta
 from zarrlake.model.snapshot import NodeEntry, Root
 
 __all__ = [
+    "NODE_KIND",
     "BuildResult",
     "ChangeSet",
     "ChunkRef",
+    "IndexNode",
     "ManifestIndex",
     "NodeChange",
     "NodeEntry",

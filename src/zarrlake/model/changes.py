@@ -17,9 +17,9 @@ from typing import Protocol
 import numpy as np
 
 from zarrlake.errors import CatalogError
+from zarrlake.model.index import IndexNode, ManifestIndex
 from zarrlake.model.manifest import (
     ChunkRef,
-    ManifestIndex,
     Shard,
     content_hash,
     join_coords,
@@ -49,6 +49,10 @@ class SnapshotReader(Protocol):
     def meta_bytes(self, h: bytes) -> bytes: ...
     def node_meta(self, h: bytes) -> NodeMeta: ...
     def index(self, h: bytes) -> ManifestIndex: ...
+    def index_node(self, h: bytes) -> IndexNode: ...
+    def prefetch_index_nodes(self, hashes: Sequence[bytes]) -> None:
+        """Load many index nodes at once (one round trip) ahead of ``index_node`` calls."""
+
     def shard(self, h: bytes) -> Shard: ...
     def prefetch_shards(self, hashes: Sequence[bytes]) -> None:
         """Load many shards at once (one round trip) ahead of ``shard`` calls."""
@@ -336,21 +340,25 @@ def _apply_chunks(
     reader: SnapshotReader,
     blobs: dict[bytes, tuple[str, bytes]],
 ) -> tuple[bytes | None, frozenset[ChunkCoords]]:
+    if not updates:
+        return None, frozenset()
     shard_shape = (
         index.shard_shape if index is not None else shard_shape_for(nm.grid_shape, nm.ndim)
     )
-    shards = dict(index.shards) if index is not None else {}
-    if not updates:
-        return None, frozenset()
+    shard_grid = _shard_grid(nm.grid_shape, shard_shape)
+    if index is None:
+        index = ManifestIndex.empty(shard_shape, shard_grid)
     by_shard: dict[ChunkCoords, dict[int, ChunkRef | None]] = defaultdict(dict)
     for coords, ref in updates.items():
         pos, flat = split_coords(coords, shard_shape)
         by_shard[pos][flat] = ref
-    if len(by_shard) > 1:
-        reader.prefetch_shards([shards[p] for p in by_shard if p in shards])
+    current = index.shards_at(by_shard, reader)
+    if len(current) > 1:
+        reader.prefetch_shards(list(current.values()))
     changed: list[ChunkCoords] = []
+    new_hashes: dict[ChunkCoords, bytes | None] = {}
     for pos, ups in by_shard.items():
-        old_hash = shards.get(pos)
+        old_hash = current.get(pos)
         old = reader.shard(old_hash) if old_hash is not None else Shard.empty()
         if len(old) == 0:
             changed.extend(
@@ -362,26 +370,42 @@ def _apply_chunks(
             )
         new = old.apply(ups)
         if len(new) == 0:
-            shards.pop(pos, None)
+            if old_hash is not None:
+                new_hashes[pos] = None
             continue
         data = new.encode()
         h = content_hash(data)
-        blobs[h] = ("shard", data)
-        shards[pos] = h
-    if not shards:
+        if h != old_hash:
+            blobs[h] = ("shard", data)
+            new_hashes[pos] = h
+    if not new_hashes and index.is_tree:
+        return (_store_index(index, blobs) if index.top else None), frozenset(changed)
+    updated = index.updated(new_hashes, reader, blobs, shard_grid=shard_grid)
+    if updated is None:
         return None, frozenset(changed)
-    idx = ManifestIndex(shard_shape, shards)
-    data = idx.encode()
+    return _store_index(updated, blobs), frozenset(changed)
+
+
+def _store_index(index: ManifestIndex, blobs: dict[bytes, tuple[str, bytes]]) -> bytes:
+    data = index.encode()
     h = content_hash(data)
     blobs[h] = ("index", data)
-    return h, frozenset(changed)
+    return h
+
+
+def _shard_grid(
+    grid_shape: tuple[int, ...] | None, shard_shape: tuple[int, ...]
+) -> tuple[int, ...] | None:
+    if grid_shape is None or len(grid_shape) != len(shard_shape):
+        return None
+    return tuple(-(-g // s) for g, s in zip(grid_shape, shard_shape, strict=True))
 
 
 def iter_manifest(
     index: ManifestIndex, reader: SnapshotReader
 ) -> Iterable[tuple[ChunkCoords, ChunkRef]]:
     """Every (coords, ref) of an array's manifest, shard by shard."""
-    for pos, h in sorted(index.shards.items()):
+    for pos, h in index.shard_items(reader):
         shard = reader.shard(h)
         for flat, ref in shard.items():
             yield join_coords(pos, flat, index.shard_shape), ref

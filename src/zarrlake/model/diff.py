@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from zarrlake.model.changes import SnapshotReader, iter_manifest
-from zarrlake.model.manifest import ChunkRef, ManifestIndex, Shard
+from zarrlake.model.index import ManifestIndex, index_delta
+from zarrlake.model.manifest import ChunkRef, Shard
 from zarrlake.model.metadata import NodeMeta
 from zarrlake.model.snapshot import NodeEntry, Root
 from zarrlake.types import ChunkCoords
@@ -416,25 +417,17 @@ def _compare_shards(a: Shard, b: Shard) -> tuple[np.ndarray, np.ndarray, np.ndar
 def manifest_delta(
     before: ManifestIndex | None, after: ManifestIndex | None, reader: SnapshotReader
 ) -> Iterator[ShardDelta]:
-    """The differing shards of two manifests, skipping shards whose hash is equal.
+    """The differing shards of two manifests, skipping subtrees and shards whose hash is equal.
 
     Both manifests must share a shard shape (or one may be ``None``); see :func:`diff_roots`
     for the general case.
     """
     known = after if after is not None else before
     shape = known.shard_shape if known is not None else ()
-    a_shards = before.shards if before is not None else {}
-    b_shards = after.shards if after is not None else {}
-    differing = [
-        pos
-        for pos in sorted(set(a_shards) | set(b_shards))
-        if a_shards.get(pos) != b_shards.get(pos)
-    ]
+    differing = index_delta(before, after, reader)
     if len(differing) > 1:
-        hashes = [h for p in differing for h in (a_shards.get(p), b_shards.get(p)) if h is not None]
-        reader.prefetch_shards(hashes)
-    for pos in differing:
-        ha, hb = a_shards.get(pos), b_shards.get(pos)
+        reader.prefetch_shards([h for _, ha, hb in differing for h in (ha, hb) if h is not None])
+    for pos, ha, hb in differing:
         sa = reader.shard(ha) if ha is not None else Shard.empty()
         sb = reader.shard(hb) if hb is not None else Shard.empty()
         added, changed, removed = _compare_shards(sa, sb)

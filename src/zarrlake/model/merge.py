@@ -120,7 +120,7 @@ def changeset_from_diff(diff: Diff) -> ChangeSet:
 def chunk_ref(
     root: Root, path: str, coords: ChunkCoords, reader: SnapshotReader
 ) -> ChunkRef | None:
-    """The ref of one chunk in a snapshot (loads at most one shard)."""
+    """The ref of one chunk in a snapshot (loads the index nodes on its path and one shard)."""
     node = root.nodes.get(path)
     if node is None or node.manifest is None:
         return None
@@ -128,7 +128,7 @@ def chunk_ref(
     if len(coords) != len(index.shard_shape):
         return None
     pos, flat = split_coords(coords, index.shard_shape)
-    h = index.shards.get(pos)
+    h = index.shard_at(pos, reader)
     return None if h is None else reader.shard(h).get(flat)
 
 

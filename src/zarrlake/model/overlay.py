@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from zarrlake.model.changes import SnapshotReader
-from zarrlake.model.manifest import ManifestIndex, Shard
+from zarrlake.model.index import IndexNode, ManifestIndex
+from zarrlake.model.manifest import Shard
 from zarrlake.model.metadata import NodeMeta
 
 __all__ = ["Overlay"]
@@ -28,6 +29,13 @@ class Overlay:
     def index(self, h: bytes) -> ManifestIndex:
         found = self.blobs.get(h)
         return ManifestIndex.decode(found[1]) if found is not None else self.reader.index(h)
+
+    def index_node(self, h: bytes) -> IndexNode:
+        found = self.blobs.get(h)
+        return IndexNode.decode(found[1]) if found is not None else self.reader.index_node(h)
+
+    def prefetch_index_nodes(self, hashes: Sequence[bytes]) -> None:
+        self.reader.prefetch_index_nodes([h for h in hashes if h not in self.blobs])
 
     def shard(self, h: bytes) -> Shard:
         found = self.blobs.get(h)

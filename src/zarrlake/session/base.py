@@ -172,7 +172,7 @@ class Session(ABC):
         if len(coords) != len(index.shard_shape):
             return None
         pos, flat = split_coords(coords, index.shard_shape)
-        sh = index.shards.get(pos)
+        sh = index.shard_at(pos, reader)
         return None if sh is None else reader.shard(sh).get(flat)
 
     def locate(self, key: str) -> bytes | ChunkRef | None:
