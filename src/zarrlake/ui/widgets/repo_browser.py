@@ -38,6 +38,8 @@ class RepoBrowser(w.VBox):  # type: ignore[misc]
     group
         The group :meth:`selected_dataset` opens (default: the root group).
 
+    Notes
+    -----
     The parts are attributes, so a test or a notebook can drive them: ``ref`` (Dropdown of
     branches and tags), ``commits`` (Select of commit ids), ``compare`` (Text: ref to diff
     against, empty = the parent), ``details`` and ``diff`` (HTML), ``message`` (errors).
