@@ -72,7 +72,8 @@ class Flusher:
                 self.cond.wait(timeout=1.0)
 
     def _start(self) -> None:
-        if self.thread is None:  # under self.cond
+        # under self.cond; a thread inherited through fork() is not alive in the child
+        if self.thread is None or not self.thread.is_alive():
             self.thread = threading.Thread(target=self._run, name="zarrlake-flusher", daemon=True)
             self.thread.start()
 

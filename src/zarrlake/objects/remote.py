@@ -246,6 +246,8 @@ class FsspecObjectStore(ObjectStore):
             for key in keys:
                 with contextlib.suppress(FileNotFoundError):
                     _retrying(lambda key=key: self.fs.rm_file(key))  # type: ignore[misc]
+        except FileNotFoundError:
+            pass  # every one of them was already gone
         except Exception as exc:
             raise StorageError(
                 f"cannot delete {len(keys)} object(s) from {self.url}: {exc}"
