@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-WORKLOADS = ("write_read", "xarray", "small_update", "checkout", "diff", "contention", "memory")
+WORKLOADS = (
+    "write_read", "xarray", "small_update", "checkout", "diff", "contention", "memory", "s3", "dask",
+)  # fmt: skip
 HISTORY = ("small_update", "checkout", "diff")  # share one long history per system
 DEFAULT_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
@@ -104,7 +106,15 @@ def main(argv: list[str] | None = None) -> int:
 
     from bench import report
     from bench.common import Result, Settings
-    from bench.workloads import contention, history, memory, write_read, xarray_io
+    from bench.workloads import (
+        contention,
+        dask_write,
+        history,
+        memory,
+        s3_io,
+        write_read,
+        xarray_io,
+    )
 
     pg: PostgresDatabase | None = None
     pg_note = ""
@@ -133,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
             "xarray": xarray_io,
             "contention": contention,
             "memory": memory,
+            "s3": s3_io,
+            "dask": dask_write,
         }
         history_done = False
         for name in args.names:

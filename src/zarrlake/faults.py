@@ -29,7 +29,7 @@ POINTS = (
     # garbage collection
     "gc.marked",
     "gc.claimed",
-    "gc.delete",
+    "gc.delete",  # a batch of claimed objects deleted, its tombstones not written yet
     "gc.deleted",
 )
 

@@ -58,6 +58,13 @@ class StoreSession(Protocol):
         self, ref: ChunkRef, start: int | None = None, end: int | None = None
     ) -> bytes: ...
 
+    @property
+    def async_reads(self) -> bool: ...
+
+    async def read_ref_async(
+        self, ref: ChunkRef, start: int | None = None, end: int | None = None
+    ) -> bytes: ...
+
     def iter_keys(self, prefix: str = "") -> Iterator[str]: ...
 
     async def write(self, key: str, data: bytes | memoryview) -> None: ...
@@ -173,8 +180,22 @@ class LakeStore(Store):
             byte_range, RangeByteRequest | OffsetByteRequest | SuffixByteRequest
         ):
             raise TypeError(f"Unexpected byte_range, got {byte_range}")
-        data = await asyncio.to_thread(self._get_sync, key, byte_range)
+        if self.session.async_reads:
+            data = await self._get_async(key, byte_range)
+        else:
+            data = await asyncio.to_thread(self._get_sync, key, byte_range)
         return None if data is None else prototype.buffer.from_bytes(data)
+
+    async def _get_async(self, key: str, byte_range: ByteRequest | None) -> bytes | None:
+        session = self.session
+        found = await asyncio.to_thread(session.locate, key)
+        if found is None:
+            return None
+        if isinstance(found, ChunkRef):
+            start, end = _window(byte_range, found.length)
+            return await session.read_ref_async(found, start, end)
+        start, end = _window(byte_range, len(found))
+        return found[start:end]
 
     async def get_partial_values(
         self,

@@ -115,6 +115,11 @@ def test_imports_flow_down(name: str) -> None:
     assert upward == [], f"{name} ({mine}) imports upward"
 
 
+# fsspec spells its public async API with a leading underscore (``await fs._cat_file(...)``,
+# as zarr's own FsspecStore calls it): methods, not private fields
+FSSPEC_ASYNC_API = frozenset({"_cat_file", "_pipe_file"})
+
+
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_no_private_field_of_another_object(name: str) -> None:
     tree = ast.parse(MODULES[name].read_text())
@@ -126,6 +131,7 @@ def test_no_private_field_of_another_object(name: str) -> None:
         and not node.attr.startswith("__")
         and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
         and not (isinstance(node.value, ast.Name) and node.value.id == "argparse")
+        and node.attr not in FSSPEC_ASYNC_API
     ]
     assert reads == []
 

@@ -95,12 +95,12 @@ def gc(core: RepoCore, grace: timedelta, *, dry_run: bool, progress: bool | None
         with progress_bar(progress, len(doomed), "gc: deleting objects") as bar:
             for i in range(0, len(doomed), 256):
                 batch = doomed[i : i + 256]
+                objects.delete_many([h for h, _ in batch])  # one request per batch on S3
+                crash_point("gc.delete")  # a batch deleted, its tombstones not written
                 for h, n in batch:
-                    objects.delete(h)
                     if h in listing:
                         freed_objects += 1
                         freed_object_bytes += n
-                    crash_point("gc.delete")
                     bar.update(1)
                 cat.gc_tombstone(rid, [h for h, _ in batch])
         crash_point("gc.deleted")

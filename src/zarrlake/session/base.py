@@ -202,6 +202,20 @@ class Session(ABC):
             return ref.inline[start:end] if start is not None or end is not None else ref.inline
         return self._core.objects.read(ref.hash, start, end)
 
+    @property
+    def async_reads(self) -> bool:
+        """Whether objects are best read with :meth:`read_ref_async` (a network store whose
+        requests need no thread each) rather than :meth:`read_ref` in a worker thread."""
+        return self._core.objects.async_io
+
+    async def read_ref_async(
+        self, ref: ChunkRef, start: int | None = None, end: int | None = None
+    ) -> bytes:
+        """Async version of :meth:`read_ref`."""
+        if ref.inline is not None:
+            return self.read_ref(ref, start, end)
+        return await self._core.objects.read_async(ref.hash, start, end)
+
     def iter_keys(self, prefix: str = "") -> Iterator[str]:
         """Every key of the view under ``prefix`` (a plain string prefix, as zarr means it)."""
         state = self._staged_state()

@@ -1,10 +1,11 @@
 """Write-behind staging: operations queue up and a flusher thread records them in the catalog
-in large transactions."""
+in large transactions, each once the objects its rows name are durable."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 
 from zarrlake.catalog import Catalog, StagedRow
@@ -20,15 +21,21 @@ class Stager:
     ``submit`` returns a future that resolves once the operation is durable in the catalog
     (visible to every process of the session); ``flush()`` waits for everything submitted so
     far. A failed batch (for example, the session expired) fails every later submit and flush.
+
+    ``durable()`` blocks until every object this process has written is durable: a batch whose
+    rows name objects calls it before recording them, so a staged row never names an object
+    that a power loss could take back, whichever process of the session staged it. The object
+    store flushes while the writers write, so this usually waits for little.
     """
 
     MAX_BATCH = 5000
     MAX_PENDING = 50_000
     LINGER = 0.004  # seconds a small batch waits for company: one transaction costs ~1 ms
 
-    def __init__(self, catalog: Catalog, session_id: str) -> None:
+    def __init__(self, catalog: Catalog, session_id: str, durable: Callable[[], None]) -> None:
         self.catalog = catalog
         self.session_id = session_id
+        self.durable = durable
         self.cond = threading.Condition()
         self.pending: list[tuple[Op, Future[None]]] = []
         self.inflight = 0
@@ -99,6 +106,7 @@ class Stager:
         drops: list[str] = []
         blobs: dict[bytes, tuple[str, bytes]] = {}
         reads: list[tuple[str, str]] = []
+        objects = False
         for op in ops:
             if isinstance(op, DropNode):
                 drops.append(op.path)
@@ -106,8 +114,14 @@ class Stager:
                 reads.append((op.path, op.key))
             else:
                 rows.append(op.row)
+                row = op.row
+                objects = objects or (
+                    row.hash is not None and row.inline is None and row.kind != "meta"
+                )
                 if op.doc is not None and op.row.hash is not None:
                     blobs[op.row.hash] = ("meta", op.doc)
+        if objects:
+            self.durable()
         crash_point("stage.before")
         self.catalog.stage(self.session_id, rows, drops, blobs=blobs, reads=reads)
 

@@ -95,7 +95,7 @@ class WritableSession(Session):
         self._epoch = 0
         self._done_at: dict[str, int] = {}
         self._reads: set[tuple[str, str]] = set()
-        self._stager = Stager(core.catalog, row.id)
+        self._stager = Stager(core.catalog, row.id, core.objects.sync)
         super().__init__(core, row.base_commit, base)
         if not created_here:  # a session this process just created has nothing staged yet
             self._refresh_metas()
@@ -279,22 +279,39 @@ class WritableSession(Session):
                 "(and extend long-running ones with session.extend())"
             )
 
-    def _prepare_write(self, key: str, data: bytes | memoryview) -> Op:
-        """Hash ``data`` and store its object; return what to stage (runs in a worker thread)."""
+    def _plan_write(self, key: str, data: bytes | memoryview) -> tuple[Op, bytes | None]:
+        """Check and hash ``data``: what to stage, and the hash of the object to store first
+        (``None`` when the bytes live in the catalog). Runs in a worker thread."""
         self.check_writable()
         t = self._target(key)
         if t.kind == "meta":
             doc = bytes(data)
             parse_node_meta(doc, strict=self._core.strict_metadata)
-            return PutRow(StagedRow(t.path, "meta", "", content_hash(doc), len(doc), None), doc)
+            row = StagedRow(t.path, "meta", "", content_hash(doc), len(doc), None)
+            return PutRow(row, doc), None
         if t.kind == "chunk":
             self._check_chunk(t, len(data))
         h = hashlib.sha256(data).digest()
         if len(data) <= INLINE_LIMIT:
-            return PutRow(StagedRow(t.path, t.kind, t.key, h, len(data), bytes(data)))
-        self._core.objects.write(h, data)
-        crash_point("object.written")
-        return PutRow(StagedRow(t.path, t.kind, t.key, h, len(data), None))
+            return PutRow(StagedRow(t.path, t.kind, t.key, h, len(data), bytes(data))), None
+        return PutRow(StagedRow(t.path, t.kind, t.key, h, len(data), None)), h
+
+    def _prepare_write(self, key: str, data: bytes | memoryview) -> Op:
+        """Hash ``data`` and store its object; return what to stage (runs in a worker thread)."""
+        op, h = self._plan_write(key, data)
+        if h is not None:
+            self._core.objects.write(h, data)
+            crash_point("object.written")
+        return op
+
+    async def _prepare_write_async(self, key: str, data: bytes | memoryview) -> Op:
+        """:meth:`_prepare_write`, the object written by the store's own async I/O (a
+        network store keeps many requests in flight without a thread each)."""
+        op, h = await asyncio.to_thread(self._plan_write, key, data)
+        if h is not None:
+            await self._core.objects.write_async(h, data)
+            crash_point("object.written")
+        return op
 
     def _check_chunk(self, t: Target, size: int) -> None:
         nm = self._node_meta(t.path)
@@ -387,7 +404,10 @@ class WritableSession(Session):
             await asyncio.gather(*(asyncio.wrap_future(f) for f in futures))
 
     async def write(self, key: str, data: bytes | memoryview) -> None:
-        await self._stage([await asyncio.to_thread(self._prepare_write, key, data)])
+        if self._core.objects.async_io:
+            await self._stage([await self._prepare_write_async(key, data)])
+        else:
+            await self._stage([await asyncio.to_thread(self._prepare_write, key, data)])
 
     async def delete(self, key: str) -> None:
         await self._stage([await asyncio.to_thread(self._prepare_delete, key)])

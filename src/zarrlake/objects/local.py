@@ -1,0 +1,129 @@
+"""Chunk objects as files under a local directory.
+
+A new object goes to a temporary file that is renamed into place, so a crash never leaves a
+partial object under its final name; an existing object is only touched (its mtime refreshed,
+which tells garbage collection it is in use again). Durability overlaps the writing: a
+:class:`~zarrlake.objects.flusher.Flusher` flushes the filesystem while writers go on, and
+:meth:`LocalObjectStore.sync` waits only for the flush that covers the last write.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from zarrlake.errors import ObjectMissingError, StorageError
+from zarrlake.objects.base import ObjectInfo, ObjectStore, object_key
+from zarrlake.objects.flusher import Flusher
+
+__all__ = ["LocalObjectStore"]
+
+
+class LocalObjectStore(ObjectStore):
+    """Objects as files under a local directory."""
+
+    def __init__(self, root: str | Path, *, verify: bool = True) -> None:
+        self.root = Path(root).absolute()
+        self.url = str(self.root)
+        self.verify = verify
+        self._dirs: set[str] = set()
+        self._flusher = Flusher(self.url)
+        try:
+            (self.root / "chunks").mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot use {self.root} for chunk objects: {exc}") from exc
+
+    def _path(self, h: bytes) -> str:
+        return os.path.join(self.url, object_key(h))
+
+    def write(self, h: bytes, data: bytes | memoryview) -> bool:
+        path = self._path(h)
+        try:
+            os.utime(path)
+        except FileNotFoundError:
+            pass
+        else:
+            # present, but perhaps written by another process a moment ago and not durable
+            # yet: it becomes durable with our next flush like the objects we write
+            self._flusher.note()
+            return False
+        d = os.path.dirname(path)
+        if d not in self._dirs:
+            os.makedirs(d, exist_ok=True)
+            self._dirs.add(d)
+        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+            # The name appears only once the bytes are complete. Two writers of one content
+            # address write identical bytes, so replacing a concurrent copy is harmless.
+            os.replace(tmp, path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise StorageError(f"cannot write object {h.hex()} under {self.url}: {exc}") from exc
+        self._flusher.note()
+        return True
+
+    def read_range(self, h: bytes, start: int | None = None, end: int | None = None) -> bytes:
+        try:
+            with open(self._path(h), "rb") as f:
+                if start is None and end is None:
+                    return f.read()
+                if start:
+                    f.seek(start)
+                return f.read(-1 if end is None else max(0, end - (start or 0)))
+        except FileNotFoundError as exc:
+            raise ObjectMissingError(
+                f"object {h.hex()} is missing from {self.url}; it was deleted outside zarrlake "
+                "or by an unsafe garbage collection. Run repo.fsck()"
+            ) from exc
+        except OSError as exc:
+            raise StorageError(f"cannot read object {h.hex()} from {self.url}: {exc}") from exc
+
+    def exists(self, h: bytes) -> bool:
+        return os.path.exists(self._path(h))
+
+    def modified_at(self, h: bytes) -> float | None:
+        try:
+            return os.stat(self._path(h)).st_mtime
+        except FileNotFoundError:
+            return None
+
+    def delete(self, h: bytes) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self._path(h))
+
+    def iter_objects(self) -> Iterator[ObjectInfo]:
+        base = self.root / "chunks"
+        for d in sorted(base.iterdir()) if base.exists() else []:
+            if not d.is_dir():
+                continue
+            for entry in os.scandir(d):
+                if entry.name.endswith(".tmp") or len(entry.name) != 64:
+                    continue
+                st = entry.stat()
+                yield ObjectInfo(bytes.fromhex(entry.name), st.st_size, st.st_mtime)
+
+    def remove_stale_temporaries(self, older_than: float) -> int:
+        removed = 0
+        base = self.root / "chunks"
+        for d in sorted(base.iterdir()) if base.exists() else []:
+            if not d.is_dir():
+                continue
+            for entry in os.scandir(d):
+                if not entry.name.endswith(".tmp"):
+                    continue
+                with contextlib.suppress(FileNotFoundError):
+                    if entry.stat().st_mtime < older_than:
+                        os.unlink(entry.path)
+                        removed += 1
+        return removed
+
+    def sync(self) -> None:
+        # The flusher has been flushing while the objects were written: this waits only for
+        # the flush that covers the last of them.
+        self._flusher.wait()

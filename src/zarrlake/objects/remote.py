@@ -1,0 +1,268 @@
+"""Chunk objects on any fsspec filesystem (``s3://``, ``memory://``, ``gs://`` ...).
+
+On S3 a write is one conditional PUT (``If-None-Match: *``): create-if-absent in one request,
+with no existence check first. On an async filesystem (s3fs) the session's async reads and
+writes run as coroutines on fsspec's own event loop (the loop that made the filesystem's
+session), at most :attr:`FsspecObjectStore.CONCURRENCY` requests in flight per store, as
+zarr's own ``FsspecStore`` does, so the number of worker threads no longer bounds them.
+
+Transient failures of the service (a refused connection, a 5xx, throttling, a dropped or
+timed-out response) are retried with jittered exponential backoff; what is left after the
+last attempt is a :class:`StorageError` carrying the cause.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from typing import Any
+
+from zarrlake.errors import ObjectMissingError, StorageError, ZarrlakeError
+from zarrlake.objects.base import ObjectInfo, ObjectStore, object_key, verified_cache
+
+__all__ = ["FsspecObjectStore"]
+
+_ATTEMPTS = 5
+_FINAL = (
+    FileNotFoundError,
+    FileExistsError,
+    PermissionError,
+    NotImplementedError,
+    ImportError,
+    TypeError,
+    ValueError,
+    AttributeError,
+    KeyError,
+    ZarrlakeError,
+)
+
+
+def _pause(attempt: int) -> float:
+    return random.uniform(0, 0.05 * 2**attempt)
+
+
+def _retrying[T](fn: Callable[[], T]) -> T:
+    """``fn()``, retried with jittered exponential backoff on transient failures; answers
+    that are final are raised at once."""
+    for attempt in range(_ATTEMPTS):
+        try:
+            return fn()
+        except _FINAL:
+            raise
+        except Exception:
+            if attempt == _ATTEMPTS - 1:
+                raise
+            time.sleep(_pause(attempt))
+    raise AssertionError("unreachable")
+
+
+async def _retrying_async[T](fn: Callable[[], Awaitable[T]]) -> T:
+    """Async version of :func:`_retrying`."""
+    for attempt in range(_ATTEMPTS):
+        try:
+            return await fn()
+        except _FINAL:
+            raise
+        except Exception:
+            if attempt == _ATTEMPTS - 1:
+                raise
+            await asyncio.sleep(_pause(attempt))
+    raise AssertionError("unreachable")
+
+
+def _span(start: int | None, end: int | None) -> int | None:
+    if end is None:
+        return None
+    return max(0, end - (start or 0))
+
+
+class FsspecObjectStore(ObjectStore):
+    """Objects on any fsspec filesystem."""
+
+    CONCURRENCY = 64  # requests in flight per store through the async path
+
+    def __init__(
+        self, url: str, storage_options: dict[str, Any] | None = None, *, verify: bool = True
+    ) -> None:
+        import fsspec
+
+        self.url = url.rstrip("/")
+        self.verify = verify
+        self.storage_options = dict(storage_options or {})
+        try:
+            self.fs, self.prefix = fsspec.core.url_to_fs(self.url, **self.storage_options)
+        except (ImportError, ValueError) as exc:
+            raise StorageError(
+                f"cannot open object storage {url!r}: {exc} (for s3:// install 'zarrlake[s3]')"
+            ) from exc
+        self.prefix = self.prefix.rstrip("/")
+        protocols = self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
+        # S3 supports create-if-absent (If-None-Match: *) and batch deletes; elsewhere
+        # exists-then-put suffices because two writers of one content address write the same
+        # bytes.
+        self._s3 = any(p in ("s3", "s3a") for p in protocols)
+        self._async = bool(getattr(self.fs, "async_impl", False)) and self._s3
+        self._limit: asyncio.Semaphore | None = None  # made on fsspec's loop, used only there
+
+    @property
+    def async_io(self) -> bool:
+        return self._async
+
+    def _key(self, h: bytes) -> str:
+        return f"{self.prefix}/{object_key(h)}"
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def write(self, h: bytes, data: bytes | memoryview) -> bool:
+        key = self._key(h)
+        payload = bytes(data)
+
+        def put() -> bool:
+            if self._s3:
+                self.fs.pipe_file(key, payload, mode="create")
+                return True
+            if self.fs.exists(key):
+                return False
+            self.fs.pipe_file(key, payload)
+            return True
+
+        try:
+            return _retrying(put)
+        except FileExistsError:
+            return False
+        except Exception as exc:
+            raise StorageError(f"cannot write object {h.hex()} to {self.url}: {exc}") from exc
+
+    async def write_async(self, h: bytes, data: bytes | memoryview) -> bool:
+        if not self._async:
+            return await super().write_async(h, data)
+        key = self._key(h)
+        payload = bytes(data)
+
+        async def put() -> bool:
+            await self.fs._pipe_file(key, payload, mode="create")
+            return True
+
+        try:
+            return await self._on_fs_loop(self._bounded(lambda: _retrying_async(put)))
+        except FileExistsError:
+            return False
+        except Exception as exc:
+            raise StorageError(f"cannot write object {h.hex()} to {self.url}: {exc}") from exc
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def read_range(self, h: bytes, start: int | None = None, end: int | None = None) -> bytes:
+        key = self._key(h)
+        try:
+            data = _retrying(lambda: self.fs.cat_file(key, start=start, end=end))
+        except Exception as exc:
+            raise self._read_error(h, exc) from exc
+        return self._checked_length(h, bytes(data), start, end)
+
+    async def read_async(self, h: bytes, start: int | None = None, end: int | None = None) -> bytes:
+        if not self._async:
+            return await super().read_async(h, start, end)
+        if start is None and end is None:
+            return self.check(h, await self._fetch(h, None, None))
+        if not self.verify:
+            return await self._fetch(h, start, end)
+        cache = verified_cache(self)  # a range is served from the whole object, verified
+        data = cache.get(h)
+        if data is None:
+            data = self.check(h, await self._fetch(h, None, None))
+            cache.put(h, data)
+        return data[start:end]
+
+    async def _fetch(self, h: bytes, start: int | None, end: int | None) -> bytes:
+        key = self._key(h)
+
+        async def get() -> bytes:
+            return bytes(await self.fs._cat_file(key, start=start, end=end))
+
+        try:
+            data = await self._on_fs_loop(self._bounded(lambda: _retrying_async(get)))
+        except Exception as exc:
+            raise self._read_error(h, exc) from exc
+        return self._checked_length(h, data, start, end)
+
+    def _read_error(self, h: bytes, exc: Exception) -> Exception:
+        if isinstance(exc, ZarrlakeError):
+            return exc
+        if isinstance(exc, FileNotFoundError):
+            return ObjectMissingError(
+                f"object {h.hex()} is missing from {self.url}; run repo.fsck()"
+            )
+        return StorageError(f"cannot read object {h.hex()} from {self.url}: {exc}")
+
+    def _checked_length(self, h: bytes, data: bytes, start: int | None, end: int | None) -> bytes:
+        want = None if start is None and end is None else _span(start, end)
+        if want is not None and len(data) > want:
+            raise StorageError(f"object {h.hex()}: read more bytes than asked for")
+        return data
+
+    # -- the async machinery -----------------------------------------------------------------
+
+    async def _bounded[T](self, fn: Callable[[], Awaitable[T]]) -> T:
+        """``fn()`` with at most :attr:`CONCURRENCY` such calls in flight (runs on fsspec's
+        loop, so the semaphore is only ever touched from that loop's thread)."""
+        if self._limit is None:
+            self._limit = asyncio.Semaphore(self.CONCURRENCY)
+        async with self._limit:
+            return await fn()
+
+    async def _on_fs_loop[T](self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the loop that owns the filesystem's HTTP session, awaiting it from
+        whichever loop the caller is on (zarr's, or fsspec's own)."""
+        loop = self.fs.loop
+        if asyncio.get_running_loop() is loop:
+            return await coro
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
+
+    # -- listing and deleting ----------------------------------------------------------------
+
+    def exists(self, h: bytes) -> bool:
+        key = self._key(h)
+        try:
+            return bool(_retrying(lambda: self.fs.exists(key)))
+        except Exception as exc:
+            raise StorageError(f"cannot reach {self.url}: {exc}") from exc
+
+    def delete(self, h: bytes) -> None:
+        self.delete_many([h])
+
+    def delete_many(self, hashes: list[bytes]) -> None:
+        """On S3 one request per 1,000 objects (``DeleteObjects``); absent ones are fine."""
+        keys = [self._key(h) for h in hashes]
+        if not keys:
+            return
+        try:
+            if self._s3:
+                _retrying(lambda: self.fs.rm(keys))
+                return
+            for key in keys:
+                with contextlib.suppress(FileNotFoundError):
+                    _retrying(lambda key=key: self.fs.rm_file(key))  # type: ignore[misc]
+        except FileNotFoundError:
+            pass  # every one of them was already gone
+        except Exception as exc:
+            raise StorageError(
+                f"cannot delete {len(keys)} object(s) from {self.url}: {exc}"
+            ) from exc
+
+    def iter_objects(self) -> Iterator[ObjectInfo]:
+        base = f"{self.prefix}/chunks"
+        try:
+            found = self.fs.find(base, detail=True)
+        except FileNotFoundError:
+            return
+        for path, info in found.items():
+            name = path.rsplit("/", 1)[-1]
+            if len(name) != 64:
+                continue
+            mtime = info.get("LastModified") or info.get("mtime") or info.get("created") or 0
+            ts = mtime.timestamp() if hasattr(mtime, "timestamp") else float(mtime)
+            yield ObjectInfo(bytes.fromhex(name), int(info.get("size", 0)), ts)

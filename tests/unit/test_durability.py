@@ -1,0 +1,114 @@
+"""Local objects become durable while others are written, and nothing is staged before the
+objects its rows name are durable."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from zarrlake.catalog import StagedRow
+from zarrlake.errors import StorageError
+from zarrlake.objects import LocalObjectStore
+from zarrlake.objects import flusher as flusher_module
+from zarrlake.session.ops import PutRow
+from zarrlake.session.stager import Stager
+
+
+class Flushes:
+    """Stands in for ``syncfs``: records, for each flush, how many writes had been counted
+    when it started."""
+
+    def __init__(self, store: LocalObjectStore) -> None:
+        self.store = store
+        self.started_at: list[int] = []
+        self.fail = False
+        self.writes = 0
+
+    def __call__(self, path: str) -> None:
+        self.started_at.append(self.writes)
+        if self.fail:
+            raise OSError(5, "Input/output error")
+
+
+@pytest.fixture
+def flushes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Flushes:
+    store = LocalObjectStore(tmp_path / "objects")
+    fake = Flushes(store)
+    monkeypatch.setattr(flusher_module, "syncfs", fake)
+    return fake
+
+
+def _write(f: Flushes, n: int) -> None:
+    f.writes += 1
+    f.store.write(n.to_bytes(32, "big"), b"x" * (100 + n))
+
+
+def test_sync_returns_only_after_a_flush_that_started_after_the_last_write(
+    flushes: Flushes,
+) -> None:
+    for n in range(5):
+        _write(flushes, n)
+    flushes.store.sync()
+    assert flushes.started_at
+    assert max(flushes.started_at) == 5
+
+
+def test_finding_an_object_already_present_also_waits_for_a_flush(flushes: Flushes) -> None:
+    _write(flushes, 1)
+    flushes.store.sync()
+    before = len(flushes.started_at)
+    _write(flushes, 1)  # the same object again: only touched (it may be another's, unflushed)
+    flushes.store.sync()
+    assert len(flushes.started_at) > before
+
+
+def test_a_failed_flush_is_a_storage_error(flushes: Flushes) -> None:
+    flushes.fail = True
+    _write(flushes, 1)
+    with pytest.raises(StorageError, match="durable"):
+        flushes.store.sync()
+
+
+class RecordingCatalog:
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    def stage(self, session_id: str, rows: list[StagedRow], drops: list[str], **_: Any) -> None:
+        self.events.append("stage " + ",".join(r.kind for r in rows))
+
+
+def _stager(events: list[str]) -> Stager:
+    return Stager(RecordingCatalog(events), "s", lambda: events.append("durable"))  # type: ignore[arg-type]
+
+
+def test_rows_naming_objects_are_staged_after_their_objects_are_durable() -> None:
+    events: list[str] = []
+    stager = _stager(events)
+    stager.submit(PutRow(StagedRow("a", "chunk", "0", b"h" * 32, 4096, None)))
+    stager.flush()
+    assert events == ["durable", "stage chunk"]
+
+
+def test_rows_kept_in_the_catalog_wait_for_no_flush() -> None:
+    events: list[str] = []
+    stager = _stager(events)
+    stager.submit(PutRow(StagedRow("a", "meta", "", b"m" * 32, 10, None), b"{}"))
+    stager.submit(PutRow(StagedRow("a", "chunk", "0", b"h" * 32, 3, b"abc")))
+    stager.flush()
+    assert "durable" not in events
+
+
+def test_flushes_run_while_writers_write(flushes: Flushes) -> None:
+    """The flusher starts on the first write, not at sync: by the time the writers finish,
+    flushes have already run."""
+    done = threading.Event()
+    flushes.store.write(b"\0" * 32, b"first")
+    for _ in range(200):
+        if flushes.started_at:
+            done.set()
+            break
+        threading.Event().wait(0.01)
+    assert done.is_set()
