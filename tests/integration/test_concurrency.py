@@ -147,6 +147,9 @@ def test_read_foo_write_bar(
         kinds = {c.kind for c in info.value.conflicts}
         assert kinds == {"read"}, info.value.conflicts
         assert {(c.path, c.commit) for c in info.value.conflicts} == {("foo", b_commit)}
+        # a solver would commit bar computed from the stale foo: the advice is to redo
+        assert "abandon the session and redo" in str(info.value)
+        assert "rebase(" not in str(info.value)
         assert repo.log("main")[0].id == b_commit
         np.testing.assert_array_equal(_read(repo, "bar"), -1)
     else:

@@ -118,6 +118,15 @@ def _refuse(solver: Solver, conflicts: list[Conflict]) -> bool:
     )
 
 
+def _advice(conflicts: list[Conflict]) -> str:
+    if any(c.kind == ConflictKind.READ for c in conflicts):
+        return (
+            "Data this session read has changed since: abandon the session and redo its work "
+            "on the new head (a solver would commit writes computed from stale reads)"
+        )
+    return "Resolve with session.rebase('ours'|'theirs'), or abandon the session"
+
+
 def recorded_commit(core: RepoCore, s: Staged, key: str) -> str | None:
     """If a commit with idempotency ``key`` is on the branch, close the session as committed
     by it (in the catalog) and return its id."""
@@ -152,8 +161,7 @@ def commit_staged(
             if _refuse(solver, conflicts):
                 raise ConflictError(
                     f"cannot commit session {s.session_id} to {s.branch!r}: it conflicts with "
-                    f"commits made since its base {s.base_commit[:10]}. Resolve with "
-                    "session.rebase('ours'|'theirs'), or abandon the session",
+                    f"commits made since its base {s.base_commit[:10]}. {_advice(conflicts)}",
                     conflicts,
                 )
             staged, extra = rebase_staged(

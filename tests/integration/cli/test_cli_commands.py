@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -289,3 +291,15 @@ def test_help_lists_every_command_and_the_exit_codes() -> None:
         assert re.search(rf"^    {command}\b", p.stdout, re.M), command
     for code in ("0", "1", "2", "3", "4", "5", "6"):
         assert re.search(rf"^\s+{code}  \w", p.stdout, re.M)
+
+
+def test_python_dash_m_zarrlake_is_the_command_line() -> None:
+    p = subprocess.run(
+        [sys.executable, "-m", "zarrlake", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("zarrlake ")
