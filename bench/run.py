@@ -1,6 +1,7 @@
 """Benchmark zarrlake against plain Zarr (LocalStore) and Icechunk (local filesystem).
 
     python bench/run.py [--quick] [--json out.json] [--only NAME,...] [--catalog sqlite,postgres]
+    python bench/run.py --commit-latency [--quick]    # workload 8 alone
 
 See bench/README.md for the workloads and how to read the report.
 """
@@ -19,7 +20,16 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-WORKLOADS = ("write_read", "xarray", "small_update", "checkout", "diff", "contention", "memory")
+WORKLOADS = (
+    "write_read",
+    "xarray",
+    "small_update",
+    "checkout",
+    "diff",
+    "contention",
+    "memory",
+    "commit_latency",
+)
 HISTORY = ("small_update", "checkout", "diff")  # share one long history per system
 DEFAULT_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
@@ -45,7 +55,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="a PostgreSQL server to use; the run creates and drops a database of its own "
         "(default: $ZARRLAKE_BENCH_PG or %(default)s)",
     )
+    parser.add_argument(
+        "--commit-latency",
+        action="store_true",
+        help="run workload 8 alone: one-chunk commit and open+read latency, with statement "
+        "counts, on the catalogs selected",
+    )
     args = parser.parse_args(argv)
+    if args.commit_latency:
+        args.only = "commit_latency"
     names = [n.strip() for n in (args.only or ",".join(WORKLOADS)).split(",") if n.strip()]
     unknown = sorted(set(names) - set(WORKLOADS))
     if unknown:
@@ -104,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from bench import report
     from bench.common import Result, Settings
-    from bench.workloads import contention, history, memory, write_read, xarray_io
+    from bench.workloads import commit_latency, contention, history, memory, write_read, xarray_io
 
     pg: PostgresDatabase | None = None
     pg_note = ""
@@ -133,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
             "xarray": xarray_io,
             "contention": contention,
             "memory": memory,
+            "commit_latency": commit_latency,
         }
         history_done = False
         for name in args.names:

@@ -293,8 +293,15 @@ class GcQueries(CatalogBase):
             )
             .limit(1)
         ).first()
-        if any_claim is None:
-            return
+        if any_claim is not None:
+            self.refuse_swept_hits(conn, repo_id, session_id)
+
+    @staticmethod
+    def refuse_swept_hits(conn: sa.Connection, repo_id: int, session_id: str) -> None:
+        """The second half of :meth:`refuse_swept_objects`, once gc is known to have claimed
+        or deleted objects (the caller holds the fence; the commit reads that with the branch
+        row)."""
+        m = gc_marks
         began = (
             sa.select(sessions.c.created_at).where(sessions.c.id == session_id).scalar_subquery()
         )
