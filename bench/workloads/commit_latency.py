@@ -95,7 +95,13 @@ def build(repo: zarrlake.Repo, p: Params) -> float:
     t0 = clock()
     s = repo.writable_session("main")
     arr = zarr.create_array(
-        s.store, name="a", shape=(p.chunks,), chunks=(1,), dtype="i1", compressors=None, fill_value=0
+        s.store,
+        name="a",
+        shape=(p.chunks,),
+        chunks=(1,),
+        dtype="i1",
+        compressors=None,
+        fill_value=0,
     )
     arr[:] = 1
     s.commit(f"write {p.chunks} chunks")
@@ -154,7 +160,9 @@ def measure(settings: Settings, system: str, p: Params) -> list[Result]:
     commit_limit, read_limit = LIMITS[system]
     case = f"{p.chunks:,} chunks, {p.depth:,} commits deep"
     return [
-        Result(TITLE, "set-up", f"write {p.chunks:,} chunks + {p.depth:,} commits", system, [setup]),
+        Result(
+            TITLE, "set-up", f"write {p.chunks:,} chunks + {p.depth:,} commits", system, [setup]
+        ),
         upper_target(
             Result(TITLE, case, "1-chunk commit", system, commit_s),
             commit_limit,

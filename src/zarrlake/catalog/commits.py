@@ -218,7 +218,15 @@ class CommitQueries(RefQueries, SessionQueries, GcQueries):
         """
         pg = self.dialect != "sqlite"
         with self.tx(write=True) as conn:
-            pre = conn.execute(pub.preflight(self.dialect, repo_id, session_id)).one()
+            pre = conn.execute(
+                pub.preflight(
+                    self.dialect,
+                    repo_id,
+                    session_id,
+                    branch=None if pg else branch,
+                    key=None if pg else idempotency_key,
+                )
+            ).one()
             now = float(pre.now)
             self.refuse_identity(pre.catalog_id, pre.schema_version)
             if session_id is not None:
@@ -227,19 +235,17 @@ class CommitQueries(RefQueries, SessionQueries, GcQueries):
                 self._lock_required(conn, repo_id, require)
             # The branch row is locked before the key is looked up, so two commits with one
             # key are serialized and the second sees the key the first recorded (PostgreSQL
-            # reads it by a statement that starts once the lock is held).
-            locked = conn.execute(
-                pub.lock_head(
-                    repo_id,
-                    branch,
-                    claims=session_id is not None,
-                    key=None if pg else idempotency_key,
-                )
-            ).first()
-            if session_id is not None and locked is not None and locked.claims:
-                self.refuse_swept_hits(conn, repo_id, session_id)
-            if locked is None:
+            # reads it by a statement that starts once the lock is held; SQLite's writing
+            # transaction excluded every other writer before the first statement).
+            locked: sa.Row[Any] | None = pre
+            if pg:
+                claims = session_id is not None
+                q = pub.lock_head(repo_id, branch, claims=claims, key=None)
+                locked = conn.execute(q).first()
+            if locked is None or locked.head is None:
                 raise NotFoundError(f"branch {branch!r} no longer exists")
+            if session_id is not None and locked.claims:
+                self.refuse_swept_hits(conn, repo_id, session_id)
             if pg:
                 done = _recorded_key(conn, repo_id, branch, idempotency_key)
             else:

@@ -47,12 +47,21 @@ __all__ = ["PG_INLINE_BLOBS", "lock_head", "pg_publish", "preflight"]
 PG_INLINE_BLOBS = 64
 
 
-def preflight(dialect: str, repo_id: int, session_id: str | None) -> sa.Select[Any]:
+def preflight(
+    dialect: str,
+    repo_id: int,
+    session_id: str | None,
+    *,
+    branch: str | None = None,
+    key: str | None = None,
+) -> sa.Select[Any]:
     """Clock, identity, schema version and (with a session) its state, the fence, and whether
-    it recorded reads: one row."""
+    it recorded reads: one row. With ``branch`` (SQLite, whose writing transaction already
+    excludes every other writer), also what :func:`lock_head` reads, as ``head`` (``None`` if
+    there is no such branch), ``claims`` and ``recorded``."""
 
-    def setting(key: str) -> sa.ScalarSelect[Any]:
-        return sa.select(info.c.value).where(info.c.key == key).scalar_subquery()
+    def setting(name: str) -> sa.ScalarSelect[Any]:
+        return sa.select(info.c.value).where(info.c.key == name).scalar_subquery()
 
     cols: list[sa.ColumnElement[Any]] = [
         dia.now_column(dialect),
@@ -69,14 +78,25 @@ def preflight(dialect: str, repo_id: int, session_id: str | None) -> sa.Select[A
         fence = dia.gc_fence_column(dialect, repo_id)
         if fence is not None:
             cols.append(fence)
+    if branch is not None:
+        cols.append(
+            sa.select(refs.c.commit_id)
+            .where(*_branch(repo_id, branch))
+            .scalar_subquery()
+            .label("head")
+        )
+        cols += _head_extras(repo_id, branch, claims=session_id is not None, key=key)
     return sa.select(*cols)
 
 
-def lock_head(repo_id: int, branch: str, *, claims: bool, key: str | None) -> sa.Select[Any]:
-    """The branch's head, its row locked until the end of the transaction; with ``claims``,
-    whether gc claims (deleting) or deleted any object of the repo; with ``key``, the commit
-    recorded on the branch with that idempotency key."""
-    cols: list[sa.ColumnElement[Any]] = [refs.c.commit_id.label("head")]
+def _branch(repo_id: int, branch: str) -> list[sa.ColumnElement[bool]]:
+    return [refs.c.repo_id == repo_id, refs.c.name == branch, refs.c.kind == "branch"]
+
+
+def _head_extras(
+    repo_id: int, branch: str, *, claims: bool, key: str | None
+) -> list[sa.ColumnElement[Any]]:
+    cols: list[sa.ColumnElement[Any]] = []
     if claims:
         cols.append(
             sa.exists()
@@ -98,9 +118,19 @@ def lock_head(repo_id: int, branch: str, *, claims: bool, key: str | None) -> sa
             .scalar_subquery()
             .label("recorded")
         )
+    return cols
+
+
+def lock_head(repo_id: int, branch: str, *, claims: bool, key: str | None) -> sa.Select[Any]:
+    """The branch's head, its row locked until the end of the transaction; with ``claims``,
+    whether gc claims (deleting) or deleted any object of the repo; with ``key``, the commit
+    recorded on the branch with that idempotency key. No row if there is no such branch."""
     return (
-        sa.select(*cols)
-        .where(refs.c.repo_id == repo_id, refs.c.name == branch, refs.c.kind == "branch")
+        sa.select(
+            refs.c.commit_id.label("head"),
+            *_head_extras(repo_id, branch, claims=claims, key=key),
+        )
+        .where(*_branch(repo_id, branch))
         .with_for_update(of=refs)
     )
 
@@ -184,12 +214,7 @@ def pg_publish(
         writes += close_session(session_id, row.id)
     moved = (
         sa.update(refs)
-        .where(
-            refs.c.repo_id == repo_id,
-            refs.c.name == branch,
-            refs.c.kind == "branch",
-            refs.c.commit_id == base,
-        )
+        .where(*_branch(repo_id, branch), refs.c.commit_id == base)
         .values(commit_id=row.id, updated_at=now)
         .returning(refs.c.name)
         .cte("zl_moved")
