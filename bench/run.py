@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -115,6 +116,8 @@ class PostgresDatabase:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # a terminated run still drops its database and scratch space (the finally below)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.perf_counter()
     scratch = Path(tempfile.mkdtemp(prefix="zarrlake-bench-"))
     bytecode_cache(scratch)
