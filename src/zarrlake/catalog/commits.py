@@ -11,7 +11,7 @@ import zarrlake.catalog.publish as pub
 from zarrlake.catalog.gc import GcQueries
 from zarrlake.catalog.refs import RefQueries
 from zarrlake.catalog.rows import COMMIT_COLS, CommitRow, commit_row
-from zarrlake.catalog.schema import blobs, commit_keys, commits, reads, reflog, refs
+from zarrlake.catalog.schema import blobs, commit_keys, commits, refs
 from zarrlake.catalog.sessions import SessionQueries, refuse_session
 from zarrlake.errors import NotFoundError
 from zarrlake.faults import crash_point
@@ -217,16 +217,15 @@ class CommitQueries(RefQueries, SessionQueries, GcQueries):
         recorded with ``idempotency_key``); ``None`` if the branch is no longer at ``base``.
         """
         pg = self.dialect != "sqlite"
+        values = pub.params(repo_id, branch, session_id, idempotency_key)
         with self.tx(write=True) as conn:
-            pre = conn.execute(
-                pub.preflight(
-                    self.dialect,
-                    repo_id,
-                    session_id,
-                    branch=None if pg else branch,
-                    key=None if pg else idempotency_key,
-                )
-            ).one()
+            q = pub.preflight(
+                self.dialect,
+                session_id is not None,
+                not pg,
+                not pg and idempotency_key is not None,
+            )
+            pre = conn.execute(q, values).one()
             now = float(pre.now)
             self.refuse_identity(pre.catalog_id, pre.schema_version)
             if session_id is not None:
@@ -239,9 +238,7 @@ class CommitQueries(RefQueries, SessionQueries, GcQueries):
             # transaction excluded every other writer before the first statement).
             locked: sa.Row[Any] | None = pre
             if pg:
-                claims = session_id is not None
-                q = pub.lock_head(repo_id, branch, claims=claims, key=None)
-                locked = conn.execute(q).first()
+                locked = conn.execute(pub.lock_head(session_id is not None), values).first()
             if locked is None or locked.head is None:
                 raise NotFoundError(f"branch {branch!r} no longer exists")
             if session_id is not None and locked.claims:
@@ -282,9 +279,11 @@ class CommitQueries(RefQueries, SessionQueries, GcQueries):
                 done = row.id
             crash_point("commit.in_tx")
             if session_id is not None:
-                for stmt in pub.close_session(session_id, done):
-                    if pg or stmt.table is not reads or pre.has_reads:
-                        conn.execute(stmt)
+                close = {"p_session": session_id, "p_commit": done}
+                conn.execute(pub.CLOSE_SESSION, close)
+                conn.execute(pub.DROP_STAGED, close)
+                if pg or pre.has_reads:
+                    conn.execute(pub.DROP_READS, close)
             return str(done)
 
     def _publish_pg(
@@ -333,21 +332,24 @@ class CommitQueries(RefQueries, SessionQueries, GcQueries):
         action: str,
         idempotency_key: str | None,
     ) -> None:
-        self.write_commit_row(conn, repo_id, row, new_blobs, now)
-        moved = self.cas(conn, repo_id, branch, base, row.id, now)
-        assert moved, "the branch row is locked by this transaction"
-        conn.execute(
-            sa.insert(reflog).values(pub.reflog_values(repo_id, branch, action, base, row, now))
+        self.put_blobs_in(conn, repo_id, new_blobs, now)
+        conn.execute(pub.INSERT_COMMIT, pub.commit_values(repo_id, row, now))
+        moved = conn.execute(
+            pub.MOVE_BRANCH,
+            {"p_repo": repo_id, "p_branch": branch, "p_base": base, "p_new": row.id, "p_now": now},
         )
+        assert moved.rowcount == 1, "the branch row is locked by this transaction"
+        conn.execute(pub.INSERT_REFLOG, pub.reflog_values(repo_id, branch, action, base, row, now))
         if idempotency_key is not None:
             conn.execute(
-                sa.insert(commit_keys).values(
-                    repo_id=repo_id,
-                    branch=branch,
-                    key=idempotency_key,
-                    commit_id=row.id,
-                    created_at=now,
-                )
+                pub.INSERT_KEY,
+                {
+                    "repo_id": repo_id,
+                    "branch": branch,
+                    "key": idempotency_key,
+                    "commit_id": row.id,
+                    "created_at": now,
+                },
             )
 
     @staticmethod

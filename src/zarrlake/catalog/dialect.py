@@ -177,7 +177,9 @@ def gc_fence(conn: sa.Connection, repo_id: int, *, exclusive: bool) -> None:
         conn.execute(sa.text(f"SELECT {fn}(7269837, :repo)"), {"repo": repo_id})
 
 
-def gc_fence_column(dialect: str, repo_id: int) -> sa.ColumnElement[Any] | None:
+def gc_fence_column(
+    dialect: str, repo_id: int | sa.ColumnElement[int]
+) -> sa.ColumnElement[Any] | None:
     """The shared gc fence (:func:`gc_fence`) as a column of a query that needs nothing from
     the snapshot it reads after the lock (``None`` on SQLite, which needs no fence).
 

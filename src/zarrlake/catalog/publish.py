@@ -19,6 +19,7 @@ statements of their own (it has no data-modifying CTEs); its statements cost no 
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -40,25 +41,26 @@ from zarrlake.catalog.schema import (
     staged,
 )
 
-__all__ = ["PG_INLINE_BLOBS", "lock_head", "pg_publish", "preflight"]
+__all__ = ["PG_INLINE_BLOBS", "lock_head", "params", "pg_publish", "preflight"]
 
 # Nodes written by the one publishing statement; a commit writing more (a large change touches
 # many shards) sends them before it, in one executemany.
 PG_INLINE_BLOBS = 64
 
 
-def preflight(
-    dialect: str,
-    repo_id: int,
-    session_id: str | None,
-    *,
-    branch: str | None = None,
-    key: str | None = None,
-) -> sa.Select[Any]:
+def params(repo_id: int, branch: str, session_id: str | None, key: str | None) -> dict[str, Any]:
+    """The bound values of :func:`preflight` and :func:`lock_head`."""
+    return {"p_repo": repo_id, "p_branch": branch, "p_session": session_id, "p_key": key}
+
+
+@functools.cache
+def preflight(dialect: str, session: bool, branch: bool, key: bool) -> sa.Select[Any]:
     """Clock, identity, schema version and (with a session) its state, the fence, and whether
     it recorded reads: one row. With ``branch`` (SQLite, whose writing transaction already
     excludes every other writer), also what :func:`lock_head` reads, as ``head`` (``None`` if
-    there is no such branch), ``claims`` and ``recorded``."""
+    there is no such branch), ``claims`` and ``recorded``. Built once per shape (the values
+    are bound: :func:`params`), so a commit pays no statement construction."""
+    repo_id, session_id = _repo(), sa.bindparam("p_session", type_=sessions.c.id.type)
 
     def setting(name: str) -> sa.ScalarSelect[Any]:
         return sa.select(info.c.value).where(info.c.key == name).scalar_subquery()
@@ -68,7 +70,7 @@ def preflight(
         setting("catalog_id").label("catalog_id"),
         setting("schema_version").label("schema_version"),
     ]
-    if session_id is not None:
+    if session:
         this = sessions.c.id == session_id
         cols += [
             sa.select(sessions.c.status).where(this).scalar_subquery().label("status"),
@@ -78,23 +80,28 @@ def preflight(
         fence = dia.gc_fence_column(dialect, repo_id)
         if fence is not None:
             cols.append(fence)
-    if branch is not None:
-        cols.append(
-            sa.select(refs.c.commit_id)
-            .where(*_branch(repo_id, branch))
-            .scalar_subquery()
-            .label("head")
-        )
-        cols += _head_extras(repo_id, branch, claims=session_id is not None, key=key)
+    if branch:
+        name = _name()
+        head = sa.select(refs.c.commit_id).where(*_branch(repo_id, name)).scalar_subquery()
+        cols.append(head.label("head"))
+        cols += _head_extras(repo_id, name, claims=session, key=key)
     return sa.select(*cols)
 
 
-def _branch(repo_id: int, branch: str) -> list[sa.ColumnElement[bool]]:
+def _repo() -> sa.BindParameter[int]:
+    return sa.bindparam("p_repo", type_=sa.Integer)
+
+
+def _name() -> sa.BindParameter[str]:
+    return sa.bindparam("p_branch", type_=refs.c.name.type)
+
+
+def _branch(repo_id: Any, branch: Any) -> list[sa.ColumnElement[bool]]:
     return [refs.c.repo_id == repo_id, refs.c.name == branch, refs.c.kind == "branch"]
 
 
 def _head_extras(
-    repo_id: int, branch: str, *, claims: bool, key: str | None
+    repo_id: Any, branch: Any, *, claims: bool, key: bool
 ) -> list[sa.ColumnElement[Any]]:
     cols: list[sa.ColumnElement[Any]] = []
     if claims:
@@ -107,13 +114,13 @@ def _head_extras(
             )
             .label("claims")
         )
-    if key is not None:
+    if key:
         cols.append(
             sa.select(commit_keys.c.commit_id)
             .where(
                 commit_keys.c.repo_id == repo_id,
                 commit_keys.c.branch == branch,
-                commit_keys.c.key == key,
+                commit_keys.c.key == sa.bindparam("p_key"),
             )
             .scalar_subquery()
             .label("recorded")
@@ -121,18 +128,39 @@ def _head_extras(
     return cols
 
 
-def lock_head(repo_id: int, branch: str, *, claims: bool, key: str | None) -> sa.Select[Any]:
+@functools.cache
+def lock_head(claims: bool) -> sa.Select[Any]:
     """The branch's head, its row locked until the end of the transaction; with ``claims``,
-    whether gc claims (deleting) or deleted any object of the repo; with ``key``, the commit
-    recorded on the branch with that idempotency key. No row if there is no such branch."""
+    whether gc claims (deleting) or deleted any object of the repo. No row if there is no such
+    branch. Values bound by :func:`params`."""
+    repo_id, branch = _repo(), _name()
     return (
         sa.select(
             refs.c.commit_id.label("head"),
-            *_head_extras(repo_id, branch, claims=claims, key=key),
+            *_head_extras(repo_id, branch, claims=claims, key=False),
         )
         .where(*_branch(repo_id, branch))
         .with_for_update(of=refs)
     )
+
+
+# The SQLite commit's writes, built once; values bound at execution.
+INSERT_COMMIT = sa.insert(commits)
+INSERT_REFLOG = sa.insert(reflog)
+INSERT_KEY = sa.insert(commit_keys)
+MOVE_BRANCH = (
+    sa.update(refs)
+    .where(*_branch(_repo(), _name()))
+    .where(refs.c.commit_id == sa.bindparam("p_base"))
+    .values(commit_id=sa.bindparam("p_new"), updated_at=sa.bindparam("p_now"))
+)
+CLOSE_SESSION = (
+    sa.update(sessions)
+    .where(sessions.c.id == sa.bindparam("p_session"))
+    .values(status="committed", commit_id=sa.bindparam("p_commit"))
+)
+DROP_STAGED = sa.delete(staged).where(staged.c.session_id == sa.bindparam("p_session"))
+DROP_READS = sa.delete(reads).where(reads.c.session_id == sa.bindparam("p_session"))
 
 
 def commit_values(repo_id: int, row: CommitRow, now: float) -> dict[str, Any]:
