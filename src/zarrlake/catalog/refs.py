@@ -6,7 +6,7 @@ import sqlalchemy as sa
 
 import zarrlake.catalog.dialect as dia
 from zarrlake.catalog.base import CatalogBase
-from zarrlake.catalog.rows import CommitRow, RefLogRow, commit_row, head_query
+from zarrlake.catalog.rows import CommitRow, RefLogRow, bound_head_query, commit_row
 from zarrlake.catalog.schema import commits, reflog, refs
 from zarrlake.errors import AlreadyExistsError, NotFoundError
 
@@ -27,7 +27,7 @@ class RefQueries(CatalogBase):
     def branch_head(self, repo_id: int, branch: str) -> CommitRow | None:
         """The head commit of a branch, or ``None`` if there is no such branch (one query)."""
         with self.read() as conn:
-            row = conn.execute(head_query(repo_id, branch)).first()
+            row = conn.execute(bound_head_query(), {"h_repo": repo_id, "h_branch": branch}).first()
         return None if row is None else commit_row(row)
 
     def list_refs(self, repo_id: int, kind: str) -> dict[str, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -13,8 +14,8 @@ from zarrlake.catalog.rows import (
     CommitRow,
     SessionRow,
     StagedRow,
+    bound_head_query,
     commit_row,
-    head_query,
     session_row,
     staged_row,
     staged_values,
@@ -43,6 +44,14 @@ def refuse_session(
         )
 
 
+@functools.cache
+def _session_now(dialect: str) -> sa.Select[Any]:
+    """A session's row and the catalog's clock (built once; ``s_id`` bound at execution)."""
+    return sa.select(sessions, dia.now_column(dialect)).where(
+        sessions.c.id == sa.bindparam("s_id", type_=sessions.c.id.type)
+    )
+
+
 class SessionQueries(CatalogBase):
     def create_session(
         self,
@@ -55,9 +64,8 @@ class SessionQueries(CatalogBase):
     ) -> tuple[SessionRow, CommitRow]:
         """Open a session on the head of ``branch``; returns it and its base commit."""
         with self.tx(write=True) as conn:
-            base = conn.execute(
-                head_query(repo_id, branch).add_columns(dia.now_column(self.dialect))
-            ).first()
+            q = bound_head_query(self.dialect)
+            base = conn.execute(q, {"h_repo": repo_id, "h_branch": branch}).first()
             if base is None:
                 raise NotFoundError(f"no branch {branch!r}; create it with repo.create_branch()")
             head = base.id
@@ -94,9 +102,7 @@ class SessionQueries(CatalogBase):
     def check_session(self, conn: sa.Connection, session_id: str) -> tuple[SessionRow, float]:
         """The session, refused unless open and unexpired, and the catalog's clock (one
         query)."""
-        row = conn.execute(
-            sa.select(sessions, dia.now_column(self.dialect)).where(sessions.c.id == session_id)
-        ).first()
+        row = conn.execute(_session_now(self.dialect), {"s_id": session_id}).first()
         if row is None:
             raise NotFoundError(f"no session {session_id!r}")
         s, now = session_row(row), float(row.now)
