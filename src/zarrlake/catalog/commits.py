@@ -300,23 +300,19 @@ class CommitQueries(RefQueries, SessionQueries, GcQueries):
         session_id: str | None,
         idempotency_key: str | None,
     ) -> None:
-        values = pub.blob_values(repo_id, new_blobs, now)
-        if len(values) > pub.PG_INLINE_BLOBS:
-            conn.execute(self.insert_blob, values)
-            values = []
-        moved = conn.execute(
-            pub.pg_publish(
-                repo_id,
-                branch,
-                base,
-                row,
-                now,
-                new_blobs=values,
-                action=action,
-                session_id=session_id,
-                idempotency_key=idempotency_key,
-            )
-        ).scalar_one()
+        q = pub.pg_publish(bool(new_blobs), idempotency_key is not None, session_id is not None)
+        values = pub.pg_values(
+            repo_id,
+            branch,
+            base,
+            row,
+            now,
+            new_blobs=new_blobs,
+            action=action,
+            session_id=session_id,
+            idempotency_key=idempotency_key,
+        )
+        moved = conn.execute(q, values).scalar_one()
         assert moved == 1, "the branch row is locked by this transaction"
 
     def _publish_sqlite(

@@ -41,11 +41,7 @@ from zarrlake.catalog.schema import (
     staged,
 )
 
-__all__ = ["PG_INLINE_BLOBS", "lock_head", "params", "pg_publish", "preflight"]
-
-# Nodes written by the one publishing statement; a commit writing more (a large change touches
-# many shards) sends them before it, in one executemany.
-PG_INLINE_BLOBS = 64
+__all__ = ["lock_head", "params", "pg_publish", "pg_values", "preflight"]
 
 
 def params(repo_id: int, branch: str, session_id: str | None, key: str | None) -> dict[str, Any]:
@@ -156,8 +152,8 @@ MOVE_BRANCH = (
 )
 CLOSE_SESSION = (
     sa.update(sessions)
-    .where(sessions.c.id == sa.bindparam("p_session"))
-    .values(status="committed", commit_id=sa.bindparam("p_commit"))
+    .where(sessions.c.id == sa.bindparam("p_session", type_=sessions.c.id.type))
+    .values(status="committed", commit_id=sa.bindparam("p_commit", type_=sessions.c.id.type))
 )
 DROP_STAGED = sa.delete(staged).where(staged.c.session_id == sa.bindparam("p_session"))
 DROP_READS = sa.delete(reads).where(reads.c.session_id == sa.bindparam("p_session"))
@@ -194,56 +190,79 @@ def reflog_values(
     }
 
 
-def blob_values(
-    repo_id: int, items: dict[bytes, tuple[str, bytes]], now: float
-) -> list[dict[str, Any]]:
-    return [
-        {"repo_id": repo_id, "hash": h, "kind": k, "data": d, "created_at": now}
-        for h, (k, d) in items.items()
-    ]
+@functools.cache
+def pg_publish(nodes: bool, key: bool, session: bool) -> sa.Select[Any]:
+    """Every write of a commit as one PostgreSQL statement, built once per shape and executed
+    with :func:`pg_values`; it returns how many branch rows the compare-and-swap moved (1,
+    since the transaction holds the branch row's lock). The new nodes travel as three arrays
+    (``unnest``), so the statement's text, and its compiled form, do not depend on how many
+    there are."""
 
+    def bind(name: str, column: sa.Column[Any]) -> sa.BindParameter[Any]:
+        return sa.bindparam(name, type_=column.type)
 
-def pg_publish(
-    repo_id: int,
-    branch: str,
-    base: str,
-    row: CommitRow,
-    now: float,
-    *,
-    new_blobs: list[dict[str, Any]],
-    action: str,
-    session_id: str | None,
-    idempotency_key: str | None,
-) -> sa.Select[Any]:
-    """Every write of a commit as one PostgreSQL statement; it returns how many branch rows the
-    compare-and-swap moved (1, since the transaction holds the branch row's lock)."""
+    repo_id, name, now = _repo(), _name(), sa.bindparam("p_now", type_=sa.Float)
+    new = bind("p_new", commits.c.id)
     writes: list[Any] = []
-    if new_blobs:
-        ins = postgresql.insert(blobs).values(new_blobs)
+    if nodes:
+        arrays = sa.func.unnest(
+            sa.bindparam("b_hashes", type_=postgresql.ARRAY(sa.LargeBinary)),
+            sa.bindparam("b_kinds", type_=postgresql.ARRAY(sa.String)),
+            sa.bindparam("b_datas", type_=postgresql.ARRAY(sa.LargeBinary)),
+        ).table_valued("h", "k", "d").render_derived()
+        rows = sa.select(repo_id, arrays.c.h, arrays.c.k, arrays.c.d, now).select_from(arrays)
+        ins = postgresql.insert(blobs).from_select(
+            ["repo_id", "hash", "kind", "data", "created_at"], rows
+        )
         # a node written again refreshes created_at (gc's grace period; see put_blobs_in)
         ins = ins.on_conflict_do_update(
             index_elements=[blobs.c.repo_id, blobs.c.hash],
             set_={"created_at": ins.excluded.created_at},
         )
         writes.append(ins)
-    writes.append(sa.insert(commits).values(commit_values(repo_id, row, now)))
-    writes.append(sa.insert(reflog).values(reflog_values(repo_id, branch, action, base, row, now)))
-    if idempotency_key is not None:
+    writes.append(
+        sa.insert(commits).values(
+            repo_id=repo_id,
+            id=new,
+            parent_id=bind("c_parent", commits.c.parent_id),
+            merge_parent_id=bind("c_merge", commits.c.merge_parent_id),
+            root_hash=bind("c_root", commits.c.root_hash),
+            changes_hash=bind("c_changes", commits.c.changes_hash),
+            author=bind("c_author", commits.c.author),
+            message=bind("c_message", commits.c.message),
+            meta=bind("c_meta", commits.c.meta),
+            created_at=now,
+            generation=bind("c_generation", commits.c.generation),
+        )
+    )
+    writes.append(
+        sa.insert(reflog).values(
+            repo_id=repo_id,
+            name=name,
+            action=bind("c_action", reflog.c.action),
+            old_commit=bind("p_base", refs.c.commit_id),
+            new_commit=new,
+            author=bind("c_author", commits.c.author),
+            at=now,
+            message=bind("c_message", commits.c.message),
+        )
+    )
+    if key:
         writes.append(
             sa.insert(commit_keys).values(
                 repo_id=repo_id,
-                branch=branch,
-                key=idempotency_key,
-                commit_id=row.id,
+                branch=name,
+                key=bind("p_key", commit_keys.c.key),
+                commit_id=new,
                 created_at=now,
             )
         )
-    if session_id is not None:
-        writes += close_session(session_id, row.id)
+    if session:
+        writes += [CLOSE_SESSION.values(commit_id=new), DROP_STAGED, DROP_READS]
     moved = (
         sa.update(refs)
-        .where(*_branch(repo_id, branch), refs.c.commit_id == base)
-        .values(commit_id=row.id, updated_at=now)
+        .where(*_branch(repo_id, name), refs.c.commit_id == bind("p_base", refs.c.commit_id))
+        .values(commit_id=new, updated_at=now)
         .returning(refs.c.name)
         .cte("zl_moved")
     )
@@ -253,12 +272,37 @@ def pg_publish(
     return q
 
 
-def close_session(session_id: str, commit_id: str) -> list[Any]:
-    """Close a committed session: its state, then its staged rows and reads go."""
-    return [
-        sa.update(sessions)
-        .where(sessions.c.id == session_id)
-        .values(status="committed", commit_id=commit_id),
-        sa.delete(staged).where(staged.c.session_id == session_id),
-        sa.delete(reads).where(reads.c.session_id == session_id),
-    ]
+def pg_values(
+    repo_id: int,
+    branch: str,
+    base: str,
+    row: CommitRow,
+    now: float,
+    *,
+    new_blobs: dict[bytes, tuple[str, bytes]],
+    action: str,
+    session_id: str | None,
+    idempotency_key: str | None,
+) -> dict[str, Any]:
+    """The bound values of :func:`pg_publish`."""
+    return {
+        "p_repo": repo_id,
+        "p_branch": branch,
+        "p_base": base,
+        "p_new": row.id,
+        "p_now": now,
+        "p_key": idempotency_key,
+        "p_session": session_id,
+        "b_hashes": list(new_blobs),
+        "b_kinds": [k for k, _ in new_blobs.values()],
+        "b_datas": [d for _, d in new_blobs.values()],
+        "c_parent": row.parent_id,
+        "c_merge": row.merge_parent_id,
+        "c_root": row.root_hash,
+        "c_changes": row.changes_hash,
+        "c_author": row.author,
+        "c_message": row.message,
+        "c_meta": json.dumps(row.meta),
+        "c_generation": row.generation,
+        "c_action": action,
+    }
