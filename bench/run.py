@@ -1,6 +1,7 @@
 """Benchmark zarrlake against plain Zarr (LocalStore) and Icechunk (local filesystem).
 
     python bench/run.py [--quick] [--json out.json] [--only NAME,...] [--catalog sqlite,postgres]
+    python bench/run.py --commit-latency [--quick]    # workload 10 alone
 
 See bench/README.md for the workloads and how to read the report.
 """
@@ -11,6 +12,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -20,8 +22,18 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = (
-    "write_read", "xarray", "small_update", "checkout", "diff", "contention", "memory", "s3", "dask",
-)  # fmt: skip
+    "write_read",
+    "xarray",
+    "small_update",
+    "checkout",
+    "diff",
+    "contention",
+    "memory",
+    "s3",
+    "dask",
+    "commit_latency",
+)
+OPT_IN = ("commit_latency",)  # run only when asked for (--commit-latency or --only)
 HISTORY = ("small_update", "checkout", "diff")  # share one long history per system
 DEFAULT_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
@@ -47,8 +59,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="a PostgreSQL server to use; the run creates and drops a database of its own "
         "(default: $ZARRLAKE_BENCH_PG or %(default)s)",
     )
+    parser.add_argument(
+        "--commit-latency",
+        action="store_true",
+        help="run workload 10 alone: one-chunk commit and open+read latency, with statement "
+        "counts, on the catalogs selected",
+    )
     args = parser.parse_args(argv)
-    names = [n.strip() for n in (args.only or ",".join(WORKLOADS)).split(",") if n.strip()]
+    if args.commit_latency:
+        args.only = "commit_latency"
+    default = ",".join(w for w in WORKLOADS if w not in OPT_IN)
+    names = [n.strip() for n in (args.only or default).split(",") if n.strip()]
     unknown = sorted(set(names) - set(WORKLOADS))
     if unknown:
         parser.error(
@@ -99,6 +120,8 @@ class PostgresDatabase:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # a terminated run still drops its database and scratch space (the finally below)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.perf_counter()
     scratch = Path(tempfile.mkdtemp(prefix="zarrlake-bench-"))
     bytecode_cache(scratch)
@@ -107,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench import report
     from bench.common import Result, Settings
     from bench.workloads import (
+        commit_latency,
         contention,
         dask_write,
         history,
@@ -145,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
             "memory": memory,
             "s3": s3_io,
             "dask": dask_write,
+            "commit_latency": commit_latency,
         }
         history_done = False
         for name in args.names:

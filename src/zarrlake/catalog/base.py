@@ -89,7 +89,7 @@ class CatalogBase:
             return True
 
     def _read_catalog_id(self) -> str:
-        with self.tx() as conn:
+        with self.read() as conn:
             return self.read_catalog_id(conn)
 
     @staticmethod
@@ -107,12 +107,17 @@ class CatalogBase:
                 )
             ).all()
         )
-        if found.get("catalog_id", "") != self.catalog_id:
+        self.refuse_identity(found.get("catalog_id"), found.get("schema_version"))
+
+    def refuse_identity(self, catalog_id: str | None, version: str | None) -> None:
+        """:meth:`check_identity` on values read by a query of the caller's (the commit's
+        first statement reads them with the clock and the session)."""
+        if (catalog_id or "") != self.catalog_id:
             raise CatalogError(
                 f"catalog {self.safe_url()} was replaced since this process opened it; "
                 "open the repo again"
             )
-        version = found.get("schema_version", "0")
+        version = version or "0"
         if not version.isdigit() or int(version) > SCHEMA_VERSION:
             raise SchemaVersionError(
                 f"catalog {self.safe_url()} was upgraded to schema version {version} by a newer "
@@ -123,10 +128,11 @@ class CatalogBase:
     # -- plumbing ------------------------------------------------------------------------------
 
     @contextmanager
-    def tx(self, write: bool = False) -> Iterator[sa.Connection]:
+    def tx(self, write: bool = False, *, single: bool = False) -> Iterator[sa.Connection]:
         """One transaction; translates driver errors to :class:`CatalogError` (cause kept).
 
         Lock waits are the database's job (SQLite's busy timeout, PostgreSQL's row locks).
+        ``single``: see :meth:`read`.
         """
         if self._file_id is not None and self._stat_file() != self._file_id:
             raise CatalogError(
@@ -135,6 +141,10 @@ class CatalogBase:
             )
         try:
             with self.engine.connect() as conn:
+                if single:
+                    conn = conn.execution_options(**dia.read_options(self.dialect))
+                    yield conn
+                    return
                 if write:
                     conn = conn.execution_options(zl_write=True)
                 with conn.begin():
@@ -155,6 +165,17 @@ class CatalogBase:
                 ) from exc
             raise CatalogError(f"catalog {self.safe_url()} failed: {exc.orig}") from exc
 
+    @contextmanager
+    def read(self) -> Iterator[sa.Connection]:
+        """A connection for ONE read statement, sent outside an explicit transaction.
+
+        A single statement is atomic and reads one snapshot by itself, so the transaction's
+        BEGIN and COMMIT are only round trips (two of them on PostgreSQL). Use :meth:`tx` for
+        anything that sends two statements or writes. Errors are translated as in :meth:`tx`.
+        """
+        with self.tx(single=True) as conn:
+            yield conn
+
     def safe_url(self) -> str:
         """The catalog URL without its password."""
         return dia.safe_url(self.url)
@@ -164,7 +185,7 @@ class CatalogBase:
 
     def clock(self) -> float:
         """The catalog's current time (epoch seconds)."""
-        with self.tx() as conn:
+        with self.read() as conn:
             return self.now(conn)
 
     def ensure_schema(self, create: bool = True) -> None:
@@ -200,7 +221,7 @@ class CatalogBase:
         self.check_version()
 
     def check_version(self) -> None:
-        with self.tx() as conn:
+        with self.read() as conn:
             v = conn.execute(sa.select(info.c.value).where(info.c.key == "schema_version")).scalar()
         try:
             version = int(v or 0)
@@ -271,7 +292,7 @@ class CatalogBase:
             return repo_id
 
     def get_repo(self, name: str) -> tuple[int, str]:
-        with self.tx() as conn:
+        with self.read() as conn:
             row = conn.execute(
                 sa.select(repos.c.id, repos.c.storage).where(repos.c.name == name)
             ).first()
@@ -283,7 +304,7 @@ class CatalogBase:
         return int(row.id), str(row.storage)
 
     def list_repos(self) -> list[str]:
-        with self.tx() as conn:
+        with self.read() as conn:
             return [r[0] for r in conn.execute(sa.select(repos.c.name).order_by(repos.c.name))]
 
     # -- content-addressed nodes ---------------------------------------------------------------
@@ -376,7 +397,7 @@ class CatalogBase:
             self.put_blobs_in(conn, repo_id, items, self.now(conn))
 
     def get_blob(self, repo_id: int, h: bytes) -> bytes:
-        with self.tx() as conn:
+        with self.read() as conn:
             data = conn.execute(
                 sa.select(blobs.c.data).where(blobs.c.repo_id == repo_id, blobs.c.hash == h)
             ).scalar()
@@ -390,7 +411,7 @@ class CatalogBase:
         """Several catalog nodes at once: hash -> (kind, bytes); missing ones are left out."""
         out: dict[bytes, tuple[str, bytes]] = {}
         for batch in batches(list(hashes)):
-            with self.tx() as conn:
+            with self.read() as conn:
                 for r in conn.execute(
                     sa.select(blobs.c.hash, blobs.c.kind, blobs.c.data).where(
                         blobs.c.repo_id == repo_id, blobs.c.hash.in_(list(batch))

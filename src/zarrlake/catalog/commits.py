@@ -7,11 +7,12 @@ from typing import Any
 
 import sqlalchemy as sa
 
+import zarrlake.catalog.publish as pub
 from zarrlake.catalog.gc import GcQueries
 from zarrlake.catalog.refs import RefQueries
 from zarrlake.catalog.rows import COMMIT_COLS, CommitRow, commit_row
-from zarrlake.catalog.schema import blobs, commit_keys, commits, reads, refs, sessions, staged
-from zarrlake.catalog.sessions import SessionQueries
+from zarrlake.catalog.schema import blobs, commit_keys, commits, refs
+from zarrlake.catalog.sessions import SessionQueries, refuse_session
 from zarrlake.errors import NotFoundError
 from zarrlake.faults import crash_point
 
@@ -20,7 +21,7 @@ __all__ = ["CommitQueries"]
 
 class CommitQueries(RefQueries, SessionQueries, GcQueries):
     def get_commit(self, repo_id: int, commit_id: str) -> CommitRow:
-        with self.tx() as conn:
+        with self.read() as conn:
             row = conn.execute(
                 sa.select(*COMMIT_COLS).where(
                     commits.c.repo_id == repo_id, commits.c.id == commit_id
@@ -44,7 +45,7 @@ class CommitQueries(RefQueries, SessionQueries, GcQueries):
                 .limit(2)
             )
             q = sa.union_all(q, by_id.subquery().select())
-        with self.tx() as conn:
+        with self.read() as conn:
             return [(str(r.what), str(r.id)) for r in conn.execute(q)]
 
     def get_commit_and_blob(self, repo_id: int, commit_id: str) -> tuple[CommitRow, bytes | None]:
@@ -57,14 +58,14 @@ class CommitQueries(RefQueries, SessionQueries, GcQueries):
             )
             .where(commits.c.repo_id == repo_id, commits.c.id == commit_id)
         )
-        with self.tx() as conn:
+        with self.read() as conn:
             row = conn.execute(q).first()
         if row is None:
             raise NotFoundError(f"no commit {commit_id!r} in this repo")
         return commit_row(row), None if row.root_data is None else bytes(row.root_data)
 
     def commits_with_prefix(self, repo_id: int, prefix: str, limit: int = 2) -> list[str]:
-        with self.tx() as conn:
+        with self.read() as conn:
             return [
                 r[0]
                 for r in conn.execute(
@@ -88,7 +89,7 @@ class CommitQueries(RefQueries, SessionQueries, GcQueries):
         q = sa.select(chain).order_by(chain.c.generation.desc())
         if limit is not None:
             q = q.limit(limit)
-        with self.tx() as conn:
+        with self.read() as conn:
             return [commit_row(r) for r in conn.execute(q)]
 
     def commits_between(self, repo_id: int, base: str, head: str) -> list[CommitRow] | None:
@@ -98,7 +99,7 @@ class CommitQueries(RefQueries, SessionQueries, GcQueries):
         """
         if base == head:
             return []
-        with self.tx() as conn:
+        with self.read() as conn:
             gen = conn.execute(
                 sa.select(commits.c.generation).where(
                     commits.c.repo_id == repo_id, commits.c.id == base
@@ -135,7 +136,7 @@ class CommitQueries(RefQueries, SessionQueries, GcQueries):
             .where(chain.c.depth < n)
         )
         chain = chain.union_all(step)
-        with self.tx() as conn:
+        with self.read() as conn:
             return conn.execute(sa.select(chain.c.id).where(chain.c.depth == n)).scalar()
 
     def commit_graph(
@@ -161,7 +162,7 @@ class CommitQueries(RefQueries, SessionQueries, GcQueries):
             .where(commits.c.generation >= min_generation)
         )
         graph = graph.union(step)
-        with self.tx() as conn:
+        with self.read() as conn:
             return {
                 r.id: (r.parent_id, r.merge_parent_id, int(r.generation))
                 for r in conn.execute(sa.select(graph))
@@ -169,7 +170,7 @@ class CommitQueries(RefQueries, SessionQueries, GcQueries):
 
     def all_commits(self, repo_id: int) -> list[CommitRow]:
         """Every commit of a repo (for gc, expire and fsck)."""
-        with self.tx() as conn:
+        with self.read() as conn:
             return [
                 commit_row(r)
                 for r in conn.execute(sa.select(*COMMIT_COLS).where(commits.c.repo_id == repo_id))
@@ -177,7 +178,7 @@ class CommitQueries(RefQueries, SessionQueries, GcQueries):
 
     def recorded_key(self, repo_id: int, branch: str, key: str) -> str | None:
         """The commit recorded on ``branch`` with idempotency ``key``, if any."""
-        with self.tx() as conn:
+        with self.read() as conn:
             return _recorded_key(conn, repo_id, branch, key)
 
     def insert_commit(
@@ -215,54 +216,137 @@ class CommitQueries(RefQueries, SessionQueries, GcQueries):
         The id of the commit now on the branch for this call (``row.id``, or the commit
         recorded with ``idempotency_key``); ``None`` if the branch is no longer at ``base``.
         """
+        pg = self.dialect != "sqlite"
+        values = pub.params(repo_id, branch, session_id, idempotency_key)
         with self.tx(write=True) as conn:
-            now = self.now(conn)
-            self.check_identity(conn)
+            q = pub.preflight(
+                self.dialect,
+                session_id is not None,
+                not pg,
+                not pg and idempotency_key is not None,
+            )
+            pre = conn.execute(q, values).one()
+            now = float(pre.now)
+            self.refuse_identity(pre.catalog_id, pre.schema_version)
             if session_id is not None:
-                self.check_session(conn, session_id, now)
-                self.refuse_swept_objects(conn, repo_id, session_id)  # takes the gc fence first
+                refuse_session(session_id, pre.status, pre.expires_at, now)
             if require:
                 self._lock_required(conn, repo_id, require)
             # The branch row is locked before the key is looked up, so two commits with one
-            # key are serialized and the second sees the key the first recorded.
-            head = conn.execute(
-                sa.select(refs.c.commit_id)
-                .where(refs.c.repo_id == repo_id, refs.c.name == branch, refs.c.kind == "branch")
-                .with_for_update()
-            ).scalar()
-            if head is None:
+            # key are serialized and the second sees the key the first recorded (PostgreSQL
+            # reads it by a statement that starts once the lock is held; SQLite's writing
+            # transaction excluded every other writer before the first statement).
+            locked: sa.Row[Any] | None = pre
+            if pg:
+                locked = conn.execute(pub.lock_head(session_id is not None), values).first()
+            if locked is None or locked.head is None:
                 raise NotFoundError(f"branch {branch!r} no longer exists")
-            done = _recorded_key(conn, repo_id, branch, idempotency_key)
+            if session_id is not None and locked.claims:
+                self.refuse_swept_hits(conn, repo_id, session_id)
+            if pg:
+                done = _recorded_key(conn, repo_id, branch, idempotency_key)
+            else:
+                done = None if idempotency_key is None else locked.recorded
             if done is None:
-                if head != base:
+                if locked.head != base:
                     return None
-                self.write_commit_row(conn, repo_id, row, new_blobs, now)
-                moved = self.cas(conn, repo_id, branch, base, row.id, now)
-                assert moved, "the branch row is locked by this transaction"
-                self.log_ref(
-                    conn, repo_id, branch, action, base, row.id, row.author, now, row.message
-                )
-                if idempotency_key is not None:
-                    conn.execute(
-                        sa.insert(commit_keys).values(
-                            repo_id=repo_id,
-                            branch=branch,
-                            key=idempotency_key,
-                            commit_id=row.id,
-                            created_at=now,
-                        )
+                if pg:
+                    self._publish_pg(
+                        conn,
+                        repo_id,
+                        branch,
+                        base,
+                        row,
+                        new_blobs,
+                        now,
+                        action=action,
+                        session_id=session_id,
+                        idempotency_key=idempotency_key,
                     )
+                    crash_point("commit.in_tx")
+                    return row.id
+                self._publish_sqlite(
+                    conn,
+                    repo_id,
+                    branch,
+                    base,
+                    row,
+                    new_blobs,
+                    now,
+                    action=action,
+                    idempotency_key=idempotency_key,
+                )
                 done = row.id
             crash_point("commit.in_tx")
             if session_id is not None:
-                conn.execute(
-                    sa.update(sessions)
-                    .where(sessions.c.id == session_id)
-                    .values(status="committed", commit_id=done)
-                )
-                conn.execute(sa.delete(staged).where(staged.c.session_id == session_id))
-                conn.execute(sa.delete(reads).where(reads.c.session_id == session_id))
-            return done
+                close = {"p_session": session_id, "p_commit": done}
+                conn.execute(pub.CLOSE_SESSION, close)
+                conn.execute(pub.DROP_STAGED, close)
+                if pg or pre.has_reads:
+                    conn.execute(pub.DROP_READS, close)
+            return str(done)
+
+    def _publish_pg(
+        self,
+        conn: sa.Connection,
+        repo_id: int,
+        branch: str,
+        base: str,
+        row: CommitRow,
+        new_blobs: dict[bytes, tuple[str, bytes]],
+        now: float,
+        *,
+        action: str,
+        session_id: str | None,
+        idempotency_key: str | None,
+    ) -> None:
+        q = pub.pg_publish(bool(new_blobs), idempotency_key is not None, session_id is not None)
+        values = pub.pg_values(
+            repo_id,
+            branch,
+            base,
+            row,
+            now,
+            new_blobs=new_blobs,
+            action=action,
+            session_id=session_id,
+            idempotency_key=idempotency_key,
+        )
+        moved = conn.execute(q, values).scalar_one()
+        assert moved == 1, "the branch row is locked by this transaction"
+
+    def _publish_sqlite(
+        self,
+        conn: sa.Connection,
+        repo_id: int,
+        branch: str,
+        base: str,
+        row: CommitRow,
+        new_blobs: dict[bytes, tuple[str, bytes]],
+        now: float,
+        *,
+        action: str,
+        idempotency_key: str | None,
+    ) -> None:
+        self.put_blobs_in(conn, repo_id, new_blobs, now)
+        conn.execute(pub.INSERT_COMMIT, pub.commit_values(repo_id, row, now))
+        moved = conn.execute(
+            pub.MOVE_BRANCH,
+            {"p_repo": repo_id, "p_branch": branch, "p_base": base, "p_new": row.id, "p_now": now},
+        )
+        assert moved.rowcount == 1, "the branch row is locked by this transaction"
+        conn.execute(pub.INSERT_REFLOG, pub.reflog_values(repo_id, branch, action, base, row, now))
+        if idempotency_key is not None:
+            conn.execute(
+                pub.INSERT_KEY,
+                {
+                    "repo_id": repo_id,
+                    "branch": branch,
+                    "key": idempotency_key,
+                    "commit_id": row.id,
+                    "created_at": now,
+                },
+            )
 
     @staticmethod
     def _lock_required(conn: sa.Connection, repo_id: int, require: Sequence[str]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import sqlalchemy as sa
@@ -13,10 +14,13 @@ from zarrlake.types import safe_url
 __all__ = [
     "configure_engine",
     "gc_fence",
+    "gc_fence_column",
     "insert_ignore",
     "is_busy_error",
     "make_engine",
+    "now_column",
     "now_sql",
+    "read_options",
     "safe_url",
     "schema_lock",
     "sqlite_file",
@@ -54,7 +58,41 @@ def make_engine(url: str) -> sa.Engine:
         )
         configure_engine(engine)
         return engine
-    return sa.create_engine(parsed, pool_pre_ping=True, pool_size=8, max_overflow=16)
+    engine = sa.create_engine(parsed, pool_size=8, max_overflow=16)
+    ping_when_idle(engine)
+    return engine
+
+
+# A pooled connection idle longer than this is checked (one round trip) before it is handed out.
+_PING_AFTER_IDLE_S = 1.0
+
+
+def ping_when_idle(engine: sa.Engine) -> None:
+    """Check a pooled connection before use only if it sat idle in the pool (SQLAlchemy's
+    ``pool_pre_ping`` pings on every checkout: one round trip per transaction).
+
+    A server restart or an idle timeout drops idle connections; those are caught here and
+    replaced before anything is sent. A connection used less than a second ago was alive
+    then, so a busy process pays no extra round trip; if the server went away since, the
+    statement fails with a :class:`CatalogError`, the pool drops every connection older than
+    the failure, and the next call opens a new one.
+    """
+
+    @sa.event.listens_for(engine, "checkin")
+    def _on_checkin(_dbapi_conn: Any, record: Any) -> None:
+        record.info["zl_idle_since"] = time.monotonic()
+
+    @sa.event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.get("zl_idle_since")
+        if since is None or time.monotonic() - since < _PING_AFTER_IDLE_S:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_conn)
+        except engine.dialect.loaded_dbapi.Error as exc:
+            # the pool discards this connection and checks out another (SQLAlchemy's
+            # documented pessimistic-ping recipe)
+            raise sa.exc.DisconnectionError(f"stale pooled connection: {exc}") from exc
 
 
 def configure_engine(engine: sa.Engine) -> None:
@@ -76,8 +114,19 @@ def configure_engine(engine: sa.Engine) -> None:
 
     @sa.event.listens_for(engine, "begin")
     def _on_begin(conn: sa.Connection) -> None:
-        write = conn.get_execution_options().get("zl_write", False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+        options = conn.get_execution_options()
+        if options.get("zl_single", False):
+            return  # one statement, atomic by itself (see read_options)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if options.get("zl_write", False) else "BEGIN")
+
+
+def read_options(dialect: str) -> dict[str, Any]:
+    """Execution options of a connection that sends one read statement outside an explicit
+    transaction: the statement is atomic and reads one snapshot by itself, and the BEGIN and
+    COMMIT round trips are saved (PostgreSQL autocommit; SQLite without our ``BEGIN``)."""
+    if dialect == "sqlite":
+        return {"zl_single": True}
+    return {"isolation_level": "AUTOCOMMIT"}
 
 
 def now_sql(dialect: str) -> sa.TextClause:
@@ -85,6 +134,15 @@ def now_sql(dialect: str) -> sa.TextClause:
     if dialect == "sqlite":
         return sa.text("SELECT (julianday('now') - 2440587.5) * 86400.0")
     return sa.text("SELECT extract(epoch from clock_timestamp())::float8")
+
+
+def now_column(dialect: str) -> sa.ColumnElement[float]:
+    """The catalog's clock (as :func:`now_sql`) as a column, to fold into another query."""
+    if dialect == "sqlite":
+        expr = "(julianday('now') - 2440587.5) * 86400.0"
+    else:
+        expr = "extract(epoch from clock_timestamp())::float8"
+    return sa.literal_column(expr, sa.Float).label("now")
 
 
 def upsert(table: sa.Table, dialect: str, update_cols: list[str]) -> Any:
@@ -117,6 +175,19 @@ def gc_fence(conn: sa.Connection, repo_id: int, *, exclusive: bool) -> None:
     if conn.dialect.name == "postgresql":
         fn = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
         conn.execute(sa.text(f"SELECT {fn}(7269837, :repo)"), {"repo": repo_id})
+
+
+def gc_fence_column(
+    dialect: str, repo_id: int | sa.ColumnElement[int]
+) -> sa.ColumnElement[Any] | None:
+    """The shared gc fence (:func:`gc_fence`) as a column of a query that needs nothing from
+    the snapshot it reads after the lock (``None`` on SQLite, which needs no fence).
+
+    PostgreSQL takes a statement's snapshot before the lock is granted: anything that must
+    see what gc committed before the fence (its claims) is read by a later statement."""
+    if dialect == "sqlite":
+        return None
+    return sa.func.pg_advisory_xact_lock_shared(sa.literal(7269837), repo_id).label("fence")
 
 
 def is_unique_violation(exc: BaseException) -> bool:

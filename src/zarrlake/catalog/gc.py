@@ -1,6 +1,6 @@
 """Garbage collection's and expiry's queries. The safety argument is in docs/history.md
-("Garbage collection"); its commit-side half is :meth:`GcQueries.refuse_swept_objects`, called
-by every session commit."""
+("Garbage collection"); its commit-side half is the fence and claim check of every session
+commit (:mod:`zarrlake.catalog.publish`) and :meth:`GcQueries.refuse_swept_hits`."""
 
 from __future__ import annotations
 
@@ -279,22 +279,15 @@ class GcQueries(CatalogBase):
                 cond.append(m.c.deleted_at < float(oldest))
             return int(conn.execute(sa.delete(m).where(*cond)).rowcount)
 
-    def refuse_swept_objects(self, conn: sa.Connection, repo_id: int, session_id: str) -> None:
+    @staticmethod
+    def refuse_swept_hits(conn: sa.Connection, repo_id: int, session_id: str) -> None:
         """Refuse a session commit that stages an object gc is deleting, or deleted after the
-        session began (the session may have deduplicated against it before it went)."""
-        dia.gc_fence(conn, repo_id, exclusive=False)
+        session began (the session may have deduplicated against it before it went).
+
+        The commit calls it when it found, after taking the shared gc fence, that gc claimed or
+        deleted any object of the repo (``publish.preflight`` takes the fence, and
+        ``publish.lock_head`` reads the claims with the branch row)."""
         m = gc_marks
-        any_claim = conn.execute(
-            sa.select(m.c.hash)
-            .where(
-                m.c.repo_id == repo_id,
-                m.c.kind == "object",
-                m.c.state.in_(("deleting", "deleted")),
-            )
-            .limit(1)
-        ).first()
-        if any_claim is None:
-            return
         began = (
             sa.select(sessions.c.created_at).where(sessions.c.id == session_id).scalar_subquery()
         )

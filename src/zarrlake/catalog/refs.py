@@ -6,7 +6,7 @@ import sqlalchemy as sa
 
 import zarrlake.catalog.dialect as dia
 from zarrlake.catalog.base import CatalogBase
-from zarrlake.catalog.rows import CommitRow, RefLogRow, commit_row, head_query
+from zarrlake.catalog.rows import CommitRow, RefLogRow, bound_head_query, commit_row
 from zarrlake.catalog.schema import commits, reflog, refs
 from zarrlake.errors import AlreadyExistsError, NotFoundError
 
@@ -16,7 +16,7 @@ __all__ = ["RefQueries"]
 class RefQueries(CatalogBase):
     def get_ref(self, repo_id: int, name: str) -> tuple[str, str] | None:
         """(kind, commit id) of a ref, or ``None``."""
-        with self.tx() as conn:
+        with self.read() as conn:
             row = conn.execute(
                 sa.select(refs.c.kind, refs.c.commit_id).where(
                     refs.c.repo_id == repo_id, refs.c.name == name
@@ -26,12 +26,12 @@ class RefQueries(CatalogBase):
 
     def branch_head(self, repo_id: int, branch: str) -> CommitRow | None:
         """The head commit of a branch, or ``None`` if there is no such branch (one query)."""
-        with self.tx() as conn:
-            row = conn.execute(head_query(repo_id, branch)).first()
+        with self.read() as conn:
+            row = conn.execute(bound_head_query(), {"h_repo": repo_id, "h_branch": branch}).first()
         return None if row is None else commit_row(row)
 
     def list_refs(self, repo_id: int, kind: str) -> dict[str, str]:
-        with self.tx() as conn:
+        with self.read() as conn:
             return {
                 r.name: r.commit_id
                 for r in conn.execute(
@@ -110,7 +110,7 @@ class RefQueries(CatalogBase):
         )
         if limit is not None:
             q = q.limit(limit)
-        with self.tx() as conn:
+        with self.read() as conn:
             return [
                 RefLogRow(
                     r.name, r.action, r.old_commit, r.new_commit, r.author, float(r.at), r.message
@@ -127,7 +127,7 @@ class RefQueries(CatalogBase):
             .offset(n)
             .limit(1)
         )
-        with self.tx() as conn:
+        with self.read() as conn:
             r = conn.execute(q).first()
         if r is None:
             return None
@@ -143,7 +143,7 @@ class RefQueries(CatalogBase):
         slack, so that a time copied from the log or the ref log selects that very entry.
         """
         at += 1e-6
-        with self.tx() as conn:
+        with self.read() as conn:
             row = conn.execute(
                 sa.select(reflog.c.new_commit)
                 .where(reflog.c.repo_id == repo_id, reflog.c.name == name, reflog.c.at <= at)

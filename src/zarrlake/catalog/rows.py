@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -9,6 +10,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+import zarrlake.catalog.dialect as dia
 from zarrlake.catalog.schema import commits, refs
 from zarrlake.types import SessionInfo, from_epoch
 
@@ -20,6 +22,7 @@ __all__ = [
     "SessionRow",
     "StagedRow",
     "batches",
+    "bound_head_query",
     "commit_row",
     "head_query",
     "session_row",
@@ -179,3 +182,12 @@ def head_query(repo_id: int, branch: str) -> sa.Select[Any]:
         )
         .where(refs.c.repo_id == repo_id, refs.c.name == branch, refs.c.kind == "branch")
     )
+
+
+@functools.cache
+def bound_head_query(clock: str | None = None) -> sa.Select[Any]:
+    """:func:`head_query` built once, with ``h_repo`` and ``h_branch`` bound at execution;
+    with ``clock`` (a dialect name), the catalog's clock alongside as ``now``."""
+    repo_id = sa.bindparam("h_repo", type_=sa.Integer)
+    q = head_query(repo_id, sa.bindparam("h_branch", type_=refs.c.name.type))  # type: ignore[arg-type]
+    return q if clock is None else q.add_columns(dia.now_column(clock))

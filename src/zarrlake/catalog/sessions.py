@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import sqlalchemy as sa
 
+import zarrlake.catalog.dialect as dia
 from zarrlake.catalog.base import CatalogBase
 from zarrlake.catalog.rows import (
     CommitRow,
     SessionRow,
     StagedRow,
+    bound_head_query,
     commit_row,
-    head_query,
     session_row,
     staged_row,
     staged_values,
@@ -22,7 +24,32 @@ from zarrlake.catalog.schema import reads, sessions, staged
 from zarrlake.errors import NotFoundError, SessionClosedError, SessionExpiredError
 from zarrlake.faults import crash_point
 
-__all__ = ["SessionQueries"]
+__all__ = ["SessionQueries", "refuse_session"]
+
+
+def refuse_session(
+    session_id: str, status: str | None, expires_at: float | None, now: float
+) -> None:
+    """Refuse a session that is missing (``status`` None), closed or expired at ``now``."""
+    if status is None or expires_at is None:
+        raise NotFoundError(f"no session {session_id!r}")
+    if status != "open":
+        raise SessionClosedError(
+            f"session {session_id} is {status}; open a new session with repo.writable_session()"
+        )
+    if now >= expires_at:
+        raise SessionExpiredError(
+            f"session {session_id} expired {now - expires_at:.1f} s ago; its writes cannot be "
+            "committed. Open a new session (and extend long ones with session.extend())"
+        )
+
+
+@functools.cache
+def _session_now(dialect: str) -> sa.Select[Any]:
+    """A session's row and the catalog's clock (built once; ``s_id`` bound at execution)."""
+    return sa.select(sessions, dia.now_column(dialect)).where(
+        sessions.c.id == sa.bindparam("s_id", type_=sessions.c.id.type)
+    )
 
 
 class SessionQueries(CatalogBase):
@@ -37,11 +64,12 @@ class SessionQueries(CatalogBase):
     ) -> tuple[SessionRow, CommitRow]:
         """Open a session on the head of ``branch``; returns it and its base commit."""
         with self.tx(write=True) as conn:
-            base = conn.execute(head_query(repo_id, branch)).first()
+            q = bound_head_query(self.dialect)
+            base = conn.execute(q, {"h_repo": repo_id, "h_branch": branch}).first()
             if base is None:
                 raise NotFoundError(f"no branch {branch!r}; create it with repo.create_branch()")
             head = base.id
-            now = self.now(conn)
+            now = float(base.now)
             values = {
                 "id": session_id,
                 "repo_id": repo_id,
@@ -58,7 +86,7 @@ class SessionQueries(CatalogBase):
             return SessionRow(**values), commit_row(base)
 
     def get_session(self, session_id: str) -> SessionRow:
-        with self.tx() as conn:
+        with self.read() as conn:
             row = conn.execute(sa.select(sessions).where(sessions.c.id == session_id)).first()
         if row is None:
             raise NotFoundError(f"no session {session_id!r}")
@@ -68,42 +96,41 @@ class SessionQueries(CatalogBase):
         q = sa.select(sessions).where(sessions.c.repo_id == repo_id)
         if not include_closed:
             q = q.where(sessions.c.status == "open")
-        with self.tx() as conn:
+        with self.read() as conn:
             return [session_row(r) for r in conn.execute(q.order_by(sessions.c.created_at))]
 
-    def check_session(self, conn: sa.Connection, session_id: str, now: float) -> SessionRow:
-        row = conn.execute(sa.select(sessions).where(sessions.c.id == session_id)).first()
+    def check_session(self, conn: sa.Connection, session_id: str) -> tuple[SessionRow, float]:
+        """The session, refused unless open and unexpired, and the catalog's clock (one
+        query)."""
+        row = conn.execute(_session_now(self.dialect), {"s_id": session_id}).first()
         if row is None:
             raise NotFoundError(f"no session {session_id!r}")
-        s = session_row(row)
-        if s.status != "open":
-            raise SessionClosedError(
-                f"session {session_id} is {s.status}; open a new session with repo.writable_session()"
-            )
-        if now >= s.expires_at:
-            raise SessionExpiredError(
-                f"session {session_id} expired {now - s.expires_at:.1f} s ago; its writes cannot be "
-                "committed. Open a new session (and extend long ones with session.extend())"
-            )
-        return s
+        s, now = session_row(row), float(row.now)
+        refuse_session(session_id, s.status, s.expires_at, now)
+        return s, now
 
     def update_session(self, session_id: str, **values: Any) -> SessionRow:
         """Change an open session (expiry, base commit, status) after checking it is usable."""
         extend_by = values.pop("extend_by", None)
         max_life = values.pop("max_life", None)
         with self.tx(write=True) as conn:
-            now = self.now(conn)
-            s = self.check_session(conn, session_id, now)
+            s, now = self.check_session(conn, session_id)
             if extend_by is not None:
                 new_exp = now + extend_by
                 if max_life is not None and new_exp - s.created_at > max_life:
                     new_exp = s.created_at + max_life
                 values["expires_at"] = max(new_exp, s.expires_at)
-            conn.execute(sa.update(sessions).where(sessions.c.id == session_id).values(**values))
+            if not values:
+                return s
+            row = conn.execute(
+                sa.update(sessions)
+                .where(sessions.c.id == session_id)
+                .values(**values)
+                .returning(*sessions.c)
+            ).one()
             if values.get("status") == "abandoned":
                 conn.execute(sa.delete(staged).where(staged.c.session_id == session_id))
                 conn.execute(sa.delete(reads).where(reads.c.session_id == session_id))
-            row = conn.execute(sa.select(sessions).where(sessions.c.id == session_id)).first()
             return session_row(row)
 
     # -- staged changes ------------------------------------------------------------------------
@@ -121,8 +148,7 @@ class SessionQueries(CatalogBase):
         reads (serializable sessions) in an open, unexpired session, in one transaction."""
         drops = list(drops)
         with self.tx(write=True) as conn:
-            now = self.now(conn)
-            s = self.check_session(conn, session_id, now)
+            s, now = self.check_session(conn, session_id)
             if blobs:
                 self.put_blobs_in(conn, s.repo_id, blobs, now)
             if reads:
@@ -166,7 +192,7 @@ class SessionQueries(CatalogBase):
     def replace_staged(self, session_id: str, rows: Sequence[StagedRow], base: str) -> None:
         """Replace all staged rows of a session and move its base (after a rebase)."""
         with self.tx(write=True) as conn:
-            self.check_session(conn, session_id, self.now(conn))
+            self.check_session(conn, session_id)
             conn.execute(sa.delete(staged).where(staged.c.session_id == session_id))
             conn.execute(sa.delete(reads).where(reads.c.session_id == session_id))
             if rows:
@@ -180,7 +206,7 @@ class SessionQueries(CatalogBase):
         q = sa.select(staged).where(staged.c.session_id == session_id)
         if kinds is not None:
             q = q.where(staged.c.kind.in_(kinds))
-        with self.tx() as conn:
+        with self.read() as conn:
             return [staged_row(r) for r in conn.execute(q)]
 
     def get_staged(
@@ -205,7 +231,7 @@ class SessionQueries(CatalogBase):
                 this,
                 sa.and_(staged.c.path == "", staged.c.kind == "raw", staged.c.key == raw_key),
             )
-        with self.tx() as conn:
+        with self.read() as conn:
             rows = conn.execute(
                 sa.select(staged).where(staged.c.session_id == session_id, this)
             ).all()
@@ -219,7 +245,7 @@ class SessionQueries(CatalogBase):
             conn.execute(self.insert_read, values)
 
     def load_reads(self, session_id: str) -> list[tuple[str, str]]:
-        with self.tx() as conn:
+        with self.read() as conn:
             return [
                 (r.path, r.key)
                 for r in conn.execute(

@@ -1,0 +1,101 @@
+"""How many statements the catalog sends for a one-chunk commit and for opening a commit and
+reading one chunk (docs/architecture.md, "The commit transaction's statements"). Each costs a
+round trip on PostgreSQL, so the counts are held to upper bounds, on both catalogs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import sqlalchemy as sa
+import zarr
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.sync import sync
+
+import zarrlake
+from zarrlake.catalog import catalog_for
+from zarrlake.core import forget_cores
+
+# Statements sent through the driver. SQLite's BEGIN is a statement of its own (counted);
+# PostgreSQL's BEGIN and COMMIT are sent by the driver (not counted, one round trip each).
+# Before this bound: 25 on SQLite, 21 on PostgreSQL.
+ONE_CHUNK_COMMIT = {"sqlite": 16, "postgresql": 9}
+# A fresh handle opening the head commit by id and reading one chunk: the ref lookup, the
+# commit with its root, the metadata documents, the manifest index, the shard.
+OPEN_AND_READ = {"sqlite": 5, "postgresql": 5}
+# The commit transaction alone (insert_commit), between BEGIN and COMMIT.
+COMMIT_TX = {"sqlite": 7, "postgresql": 3}
+
+
+@contextmanager
+def statements(repo: zarrlake.Repo) -> Iterator[list[str]]:
+    sent: list[str] = []
+    engine = catalog_for(repo.config.catalog).engine
+
+    def seen(_conn: Any, _cur: Any, statement: str, *_args: Any) -> None:
+        sent.append(" ".join(statement.split()))
+
+    sa.event.listen(engine, "before_cursor_execute", seen)
+    try:
+        yield sent
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", seen)
+
+
+def _array_repo(make_repo: Callable[..., zarrlake.Repo]) -> zarrlake.Repo:
+    repo = make_repo()
+    s = repo.writable_session()
+    arr = zarr.create_array(
+        s.store, name="a", shape=(64,), chunks=(1,), dtype="i1", compressors=None, fill_value=0
+    )
+    arr[:] = 1
+    s.commit("64 chunks")
+    return repo
+
+
+def _one_chunk_commit(repo: zarrlake.Repo, index: int, value: int) -> str:
+    s = repo.writable_session()
+    buf = default_buffer_prototype().buffer.from_bytes(bytes([value]))
+    sync(s.store.set(f"a/c/{index}", buf))
+    return s.commit(f"chunk {index}")
+
+
+def _dialect(repo: zarrlake.Repo) -> str:
+    return catalog_for(repo.config.catalog).dialect
+
+
+def test_one_chunk_commit_sends_few_statements(make_repo: Callable[..., zarrlake.Repo]) -> None:
+    repo = _array_repo(make_repo)
+    _one_chunk_commit(repo, 0, 2)  # warm: the session machinery's first use
+    with statements(repo) as sent:
+        _one_chunk_commit(repo, 1, 3)
+    assert len(sent) <= ONE_CHUNK_COMMIT[_dialect(repo)], "\n".join(sent)
+
+
+def test_commit_transaction_sends_few_statements(
+    make_repo: Callable[..., zarrlake.Repo],
+) -> None:
+    repo = _array_repo(make_repo)
+    s = repo.writable_session()
+    sync(s.store.set("a/c/5", default_buffer_prototype().buffer.from_bytes(bytes([9]))))
+    s.flush()
+    with statements(repo) as sent:
+        s.commit("chunk 5")
+    # the transaction starts at the first statement that reads the catalog's identity
+    first = next(i for i, q in enumerate(sent) if "zl_info" in q)
+    assert len(sent) - first <= COMMIT_TX[_dialect(repo)], "\n".join(sent[first:])
+
+
+def test_opening_a_commit_and_reading_a_chunk_sends_few_statements(
+    make_repo: Callable[..., zarrlake.Repo],
+) -> None:
+    repo = _array_repo(make_repo)
+    head = _one_chunk_commit(repo, 7, 5)
+    forget_cores()  # a fresh handle: no cached nodes
+    fresh = zarrlake.Repo.from_config(repo.config)
+    with statements(repo) as sent:
+        store = fresh.readonly_session(commit=head).store
+        value = zarr.open_array(store, path="a", mode="r")[7]
+    assert value == 5
+    assert len(sent) <= OPEN_AND_READ[_dialect(repo)], "\n".join(sent)
