@@ -205,11 +205,15 @@ def pg_publish(nodes: bool, key: bool, session: bool) -> sa.Select[Any]:
     new = bind("p_new", commits.c.id)
     writes: list[Any] = []
     if nodes:
-        arrays = sa.func.unnest(
-            sa.bindparam("b_hashes", type_=postgresql.ARRAY(sa.LargeBinary)),
-            sa.bindparam("b_kinds", type_=postgresql.ARRAY(sa.String)),
-            sa.bindparam("b_datas", type_=postgresql.ARRAY(sa.LargeBinary)),
-        ).table_valued("h", "k", "d").render_derived()
+        arrays = (
+            sa.func.unnest(
+                sa.bindparam("b_hashes", type_=postgresql.ARRAY(sa.LargeBinary)),
+                sa.bindparam("b_kinds", type_=postgresql.ARRAY(sa.String)),
+                sa.bindparam("b_datas", type_=postgresql.ARRAY(sa.LargeBinary)),
+            )
+            .table_valued("h", "k", "d")
+            .render_derived()
+        )
         rows = sa.select(repo_id, arrays.c.h, arrays.c.k, arrays.c.d, now).select_from(arrays)
         ins = postgresql.insert(blobs).from_select(
             ["repo_id", "hash", "kind", "data", "created_at"], rows
