@@ -162,6 +162,10 @@ class Dashboard(Viewer):
             accent_base_color="#1f77b4",
             main_max_width="1500px",
             raw_css=[CSS],
+            # Panel keeps a template's busy spinner in a process-wide list until its session
+            # is destroyed, which a stopped server never does: a later server in the same
+            # process (a notebook serving twice) then fails every event on the dead one
+            busy_indicator=None,
         )
         return tpl
 
