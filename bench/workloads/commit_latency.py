@@ -35,7 +35,7 @@ from zarrlake.catalog import catalog_for
 from zarrlake.core import forget_cores
 
 NAMES = ("commit_latency",)
-TITLE = "8. commit latency: 1-chunk commit and open+read of a commit, with catalog statements"
+TITLE = "10. commit latency: 1-chunk commit and open+read of a commit, with catalog statements"
 
 # (commit, open+read) median limits per catalog
 LIMITS = {LAKE: (0.008, 0.005), LAKE_PG: (0.012, 0.008)}

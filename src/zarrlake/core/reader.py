@@ -147,17 +147,27 @@ class CatalogReader:
 
     def _decode_root(self, data: bytes) -> Root:
         root = Root.decode(data)
-        self.prefetch_metas([n.meta for n in root.nodes.values()])
+        if len(root.nodes) <= _PREFETCH_METAS:
+            self._prefetch_tops(root)
         return root
 
-    def prefetch_metas(self, hashes: Sequence[bytes]) -> None:
-        """Load the metadata documents of a small hierarchy in one query: opening a node
-        reads its own and its parents' documents."""
-        missing = [h for h in dict.fromkeys(hashes) if not self._small.has(("m", h))]
-        if not missing or len(missing) > _PREFETCH_METAS:
+    def _prefetch_tops(self, root: Root) -> None:
+        """Load the metadata documents and manifest index documents of a small hierarchy in
+        one query: opening a node reads its own and its parents' documents, and reading a
+        chunk starts at its array's index."""
+        want = [n.meta for n in root.nodes.values() if not self._small.has(("m", n.meta))]
+        want += [
+            n.manifest
+            for n in root.nodes.values()
+            if n.manifest is not None and not self._small.has(("i", n.manifest))
+        ]
+        if not want:
             return
-        for h, (_kind, data) in self.catalog.get_blobs(self.repo_id, missing).items():
-            self._small.put(("m", h), data)
+        for h, (kind, data) in self.catalog.get_blobs(self.repo_id, want).items():
+            if kind == "meta":
+                self._small.put(("m", h), data)
+            elif kind == "index" and data[:1] != b"{":  # old flat indexes can be large
+                self._small.put(("i", h), ManifestIndex.decode(data))
 
     def changes(self, h: bytes) -> ChangeSet:
         return self._small.get(("c", h), lambda: ChangeSet.decode(self._blob(h)))  # type: ignore[no-any-return]
