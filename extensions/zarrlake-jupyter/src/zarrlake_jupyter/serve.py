@@ -12,7 +12,6 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 __all__ = ["default_lake", "main"]
 
@@ -32,10 +31,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     lake = (args.lake or default_lake()).expanduser()
 
-    import panel as pn
-
     import zarrlake
-    from zarrlake.ui.dashboard import Dashboard
+    from zarrlake.ui.dashboard import Served, serve
 
     if not (lake / "catalog.db").exists():
         if lake.exists() and any(lake.iterdir()):
@@ -46,24 +43,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"building the demo lake at {lake} ...", flush=True)
         build_demo(lake)
 
-    def app() -> Any:
-        # a function, so that a lake removed later is a message on the page, not a crash
-        return Dashboard(lambda: zarrlake.Repo.open(lake)).template()
+    def ready(served: Served) -> None:
+        print(f"zarrlake dashboard of {lake} on {served.url}", flush=True)
 
-    prefix = "/" + args.prefix.strip("/") if args.prefix.strip("/") else ""
-    print(f"zarrlake dashboard of {lake} on 127.0.0.1:{args.port}{prefix}/", flush=True)
-    pn.serve(
-        {"/": app},
-        address="127.0.0.1",
+    # The repo is opened per browser session, so a lake removed later is a message on the
+    # page, not a crash. Any origin may connect: the browser only talks to the Jupyter
+    # server, which forwards to this process on loopback.
+    serve(
+        lambda: zarrlake.Repo.open(lake),
         port=args.port,
-        prefix=prefix,
+        prefix=args.prefix,
         websocket_origin="*",
-        show=False,
-        title="zarrlake",
-        liveness=True,
-        verbose=False,
-        check_unused_sessions=2000,
-        unused_session_lifetime=5000,
+        ready=ready,
     )
     return 0
 

@@ -45,12 +45,16 @@ def serve(
     allow_writes: bool = False,
     token: str | None = None,
     ready: Callable[[Served], None] | None = None,
+    prefix: str = "",
+    websocket_origin: str | list[str] | None = None,
 ) -> None:
     """Serve the dashboard of ``repo`` (a Repo, or a function opening one) until stopped.
 
     Blocks. ``port=0`` picks a free port; ``ready`` is called with a :class:`Served` once the
     server listens (how the CLI prints the address and how tests learn it and stop it).
-    Every browser session gets its own :class:`Dashboard`.
+    Every browser session gets its own :class:`Dashboard`. Behind a proxy, ``prefix`` is the
+    path the proxy serves it at and ``websocket_origin`` the pages allowed to connect
+    (default: this server's own address).
     """
     from tornado.ioloop import IOLoop
 
@@ -72,12 +76,16 @@ def serve(
     def app() -> Any:
         return Dashboard(repo, allow_writes=allow_writes, token=token).template()
 
-    origins = [f"{h}:{port}" for h in {host, "127.0.0.1", "localhost"}]
+    if websocket_origin is None:
+        own = [f"{h}:{port}" for h in {host, "127.0.0.1", "localhost"}]
+        websocket_origin = own if host not in ("0.0.0.0", "::") else "*"
+    prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
     server = pn.serve(
         {"/": app},
         address=host,
         port=port,
-        websocket_origin=origins if host not in ("0.0.0.0", "::") else "*",
+        prefix=prefix,
+        websocket_origin=websocket_origin,
         show=False,
         start=False,
         loop=loop,
@@ -89,7 +97,7 @@ def serve(
     )
     server.start()
     shown = "localhost" if host in ("0.0.0.0", "::") else host
-    url = f"http://{shown}:{port}/"
+    url = f"http://{shown}:{port}{prefix}/"
 
     def stop() -> None:
         def halt() -> None:
