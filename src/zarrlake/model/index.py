@@ -291,7 +291,7 @@ class ManifestIndex:
             fresh = ManifestIndex.empty(self.shard_shape, shard_grid)
             return fresh.updated(merged, loader, blobs)
         ndim = len(self.shard_shape)
-        written: dict[bytes, tuple[str, bytes]] = {}
+        written: dict[bytes, tuple[IndexNode, bytes]] = {}  # new nodes, with their encoding
         depth, top = self.depth, dict(self.top)
         need = max([depth] + [self._depth_for(p) for p, h in changes.items() if h is not None])
         while depth < need:  # grow: the old top becomes child 0 of a new top
@@ -315,7 +315,7 @@ class ManifestIndex:
         q: ChunkCoords,
         changes: Mapping[ChunkCoords, bytes | None],
         loader: NodeLoader,
-        written: dict[bytes, tuple[str, bytes]],
+        written: dict[bytes, tuple[IndexNode, bytes]],
     ) -> dict[ChunkCoords, bytes]:
         span = self._span(level - 1)
         groups: dict[ChunkCoords, dict[ChunkCoords, bytes | None]] = defaultdict(dict)
@@ -344,10 +344,10 @@ class ManifestIndex:
                 entries[local] = new
         return entries
 
-    def _store(self, node: IndexNode, written: dict[bytes, tuple[str, bytes]]) -> bytes:
+    def _store(self, node: IndexNode, written: dict[bytes, tuple[IndexNode, bytes]]) -> bytes:
         data = node.encode(len(self.shard_shape))
         h = content_hash(data)
-        written[h] = (NODE_KIND, data)
+        written[h] = (node, data)
         return h
 
     # -- geometry --------------------------------------------------------------------------
@@ -445,15 +445,15 @@ def _node_at(h: bytes, level: int, loader: NodeLoader) -> IndexNode:
 
 
 def _load_node(
-    h: bytes, loader: NodeLoader, written: Mapping[bytes, tuple[str, bytes]]
+    h: bytes, loader: NodeLoader, written: Mapping[bytes, tuple[IndexNode, bytes]]
 ) -> IndexNode:
     found = written.get(h)
-    return IndexNode.decode(found[1]) if found is not None else loader.index_node(h)
+    return found[0] if found is not None else loader.index_node(h)
 
 
 def _keep_reachable(
     roots: list[bytes],
-    written: Mapping[bytes, tuple[str, bytes]],
+    written: Mapping[bytes, tuple[IndexNode, bytes]],
     blobs: dict[bytes, tuple[str, bytes]],
 ) -> None:
     """Add to ``blobs`` the new nodes reachable from ``roots`` (a grown-then-shrunk tree can
@@ -463,8 +463,9 @@ def _keep_reachable(
         h = stack.pop()
         if h in blobs:
             continue
-        blobs[h] = written[h]
-        stack.extend(c for c in IndexNode.decode(written[h][1]).child_hashes() if c in written)
+        node, data = written[h]
+        blobs[h] = (NODE_KIND, data)
+        stack.extend(c for c in node.child_hashes() if c in written)
 
 
 def _local(p: ChunkCoords, span: tuple[int, ...], block: tuple[int, ...]) -> ChunkCoords:
