@@ -17,7 +17,7 @@ from typing import Protocol
 import numpy as np
 
 from zarrlake.errors import CatalogError
-from zarrlake.model.index import IndexNode, ManifestIndex
+from zarrlake.model.index import ManifestIndex, NodeLoader
 from zarrlake.model.manifest import (
     ChunkRef,
     Shard,
@@ -43,16 +43,13 @@ __all__ = [
 ]
 
 
-class SnapshotReader(Protocol):
-    """Loads immutable catalog nodes by hash (implementations cache them)."""
+class SnapshotReader(NodeLoader, Protocol):
+    """Loads immutable catalog nodes by hash (implementations cache them); index nodes as a
+    :class:`NodeLoader`."""
 
     def meta_bytes(self, h: bytes) -> bytes: ...
     def node_meta(self, h: bytes) -> NodeMeta: ...
     def index(self, h: bytes) -> ManifestIndex: ...
-    def index_node(self, h: bytes) -> IndexNode: ...
-    def prefetch_index_nodes(self, hashes: Sequence[bytes]) -> None:
-        """Load many index nodes at once (one round trip) ahead of ``index_node`` calls."""
-
     def shard(self, h: bytes) -> Shard: ...
     def prefetch_shards(self, hashes: Sequence[bytes]) -> None:
         """Load many shards at once (one round trip) ahead of ``shard`` calls."""
