@@ -18,6 +18,7 @@ ENV = "ZARRLAKE_CRASH_AT"
 POINTS = (
     # a write
     "object.written",  # a chunk object is in the object store, its row not staged yet
+    "pack.written",  # a pack of small chunks is in the object store, its rows not staged yet
     "stage.before",  # a batch of staged rows is about to be recorded
     "stage.in_tx",  # inside the staging transaction, before it commits
     # a commit

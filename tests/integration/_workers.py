@@ -394,11 +394,13 @@ def create_branch_racing(url: str, name: str, branch: str, barrier: Any) -> str:
 
 
 def write_and_crash(url: str, name: str, point: str) -> None:
-    """Write 2 into every chunk of ``a`` and commit, with ``point`` armed: the process is
-    SIGKILLed there. For ``rebase.in_tx`` another commit lands first and the session rebases."""
+    """Write 2 into every chunk of ``a`` (small chunks, packed) and ``big`` (a chunk too large
+    for a pack) and commit, with ``point`` armed: the process is SIGKILLed there. For
+    ``rebase.in_tx`` another commit lands first and the session rebases."""
     os.environ["ZARRLAKE_CRASH_AT"] = point
     repo = open_repo(url, name)
     s = repo.writable_session()
+    zarr.open_array(s.store, path="big", mode="r+", zarr_format=3)[:] = 2
     zarr.open_array(s.store, path="a", mode="r+", zarr_format=3)[:] = 2
     s.flush()
     if point == "rebase.in_tx":

@@ -14,6 +14,7 @@ import zarr
 import zarrlake
 from tests.integration._workers import CHUNK, Child, create_arrays, write_and_crash
 from zarrlake.faults import POINTS
+from zarrlake.objects import PACK_CHUNK_LIMIT
 
 pytestmark = pytest.mark.slow
 
@@ -32,9 +33,13 @@ def test_a_writer_killed_at_each_crash_point_leaves_the_repo_valid(
     make_repo: Callable[..., zarrlake.Repo], catalog_url: str, point: str
 ) -> None:
     repo = make_repo()
-    create_arrays(repo, ["a", "b"], 4)
+    create_arrays(repo, ["a", "b"], 4)  # 1 KiB chunks: packed
     s = repo.writable_session()
+    big = PACK_CHUNK_LIMIT // 8 + 1  # int64: one chunk too large for a pack
+    g = zarr.open_group(s.store, mode="r+", zarr_format=3)
+    g.create_array("big", shape=(big,), chunks=(big,), dtype="i8", compressors=None)
     zarr.open_array(s.store, path="a", mode="r+", zarr_format=3)[:] = 1
+    g["big"][:] = 1
     before = s.commit("ones")
 
     child = Child(write_and_crash, catalog_url, repo.name, point).start()
@@ -46,6 +51,7 @@ def test_a_writer_killed_at_each_crash_point_leaves_the_repo_valid(
         log = again.log(branch)
         assert [c.parent for c in log[:-1]] == [c.id for c in log[1:]]
         assert _values(again, branch, "a") in ({1}, {2})
+        assert _values(again, branch, "big") == _values(again, branch, "a")
     expected = {2} if point in LANDED else {1}
     assert _values(again, "main", "a") == expected
     if point in LANDED:

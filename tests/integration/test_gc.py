@@ -19,8 +19,8 @@ import zarr
 import zarrlake
 from tests.conftest import unique
 from tests.integration._gc_workers import gc_until, gc_with_fault, write_garbage_then_dedup
+from tests.integration._workers import CHUNK as SMALL_CHUNK
 from tests.integration._workers import (
-    CHUNK,
     CTX,
     Child,
     create_arrays,
@@ -29,13 +29,17 @@ from tests.integration._workers import (
     uniform_value,
 )
 from zarrlake.catalog.schema import gc_marks, sessions
+from zarrlake.objects import PACK_CHUNK_LIMIT
 
 PATHS = ["a"]
 N_CHUNKS = 4
+# Most tests here follow chunk objects by their hashes, so their chunks are objects of their
+# own (over the pack limit); the race with a writer runs with packed chunks too.
+CHUNK = PACK_CHUNK_LIMIT // 8 + 1
 
 
 def h(value: int) -> bytes:
-    """The object hash of a chunk holding ``value`` (uncompressed int64, 1 KiB)."""
+    """The object hash of a chunk holding ``value`` (uncompressed int64, CHUNK of them)."""
     return hashlib.sha256(np.full(CHUNK, value, "<i8").tobytes()).digest()
 
 
@@ -99,7 +103,7 @@ def reads(repo: zarrlake.Repo, ref: str) -> int | None:
 @pytest.fixture
 def lake(make_repo: Callable[..., zarrlake.Repo]) -> zarrlake.Repo:
     repo = make_repo()
-    create_arrays(repo, PATHS, N_CHUNKS)
+    create_arrays(repo, PATHS, N_CHUNKS, chunk=CHUNK)
     return repo
 
 
@@ -356,10 +360,14 @@ def test_expire_rejects_bad_arguments(lake: zarrlake.Repo) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("chunk", [CHUNK, SMALL_CHUNK], ids=["objects", "packs"])
 def test_gc_racing_a_writer_never_leaves_a_commit_without_its_objects(
-    lake: zarrlake.Repo, catalog_url: str
+    make_repo: Callable[..., zarrlake.Repo], catalog_url: str, chunk: int
 ) -> None:
-    repo = lake
+    """Objects: the writer deduplicates against garbage gc is deleting. Packs: gc finds the
+    writer's new packs before their rows are staged (grace 0), and deletes some of them."""
+    repo = make_repo()
+    create_arrays(repo, PATHS, N_CHUNKS, chunk=chunk)
     start, stop, runs = CTX.Event(), CTX.Event(), CTX.Value("i", 0)
     writer = Child(
         write_garbage_then_dedup, catalog_url, repo.name, PATHS, 25, start, stop, runs
@@ -403,7 +411,7 @@ def test_gc_on_s3_removes_exactly_the_unreachable_objects(
     make_repo: Callable[..., zarrlake.Repo], s3_options: dict[str, object]
 ) -> None:
     repo = make_repo(storage=f"s3://lake/{unique('gc')}", storage_options=s3_options)
-    create_arrays(repo, PATHS, N_CHUNKS)
+    create_arrays(repo, PATHS, N_CHUNKS, chunk=CHUNK)
     c1 = commit_value(repo, 1)
     stage_value(repo, 3).abandon()
     kept = stage_value(repo, 4)

@@ -17,6 +17,8 @@ import zarrlake
 from tests.conftest import unique
 from zarrlake.catalog.schema import SCHEMA_VERSION
 from zarrlake.model.manifest import SHARD_TARGET
+from zarrlake.objects import PACK_CHUNK_LIMIT
+from zarrlake.objects.packs import parse_pack
 
 
 def _write(repo: zarrlake.Repo, values: np.ndarray, path: str = "a", chunks: int = 4) -> str:
@@ -39,7 +41,7 @@ def test_embedded_default_creates_sqlite_catalog_and_chunk_dir(tmp_path: Path) -
     _write(repo, np.random.default_rng(0).random(400), chunks=100)
     assert (tmp_path / "lake" / "catalog.db").is_file()
     objects = list((tmp_path / "lake" / "chunks").rglob("*"))
-    assert sum(1 for p in objects if p.is_file()) == 4  # 4 incompressible 800-byte chunks
+    assert sum(1 for p in objects if p.is_file()) == 1  # 4 incompressible 800-byte chunks, packed
 
 
 def test_open_finds_repo_and_data_in_a_new_process_image(tmp_path: Path) -> None:
@@ -196,18 +198,22 @@ def test_overwriting_an_array_drops_its_old_chunks(make_repo: Callable[..., zarr
     assert sorted(keys) == ["a/c/0", "a/c/1", "a/zarr.json"]
 
 
-def test_small_chunks_are_inline_and_large_ones_are_objects(
+def test_tiny_chunks_are_inline_small_ones_packed_and_large_ones_objects(
     make_repo: Callable[..., zarrlake.Repo], tmp_path: Path
 ) -> None:
     repo = make_repo()
     s = repo.writable_session()
     g = zarr.open_group(s.store)
-    g.create_array("small", shape=(8,), chunks=(8,), dtype="i8", compressors=None)[:] = 1
-    g.create_array("large", shape=(128,), chunks=(128,), dtype="i8", compressors=None)[:] = 1
-    s.commit("two arrays")
-    files = [p for p in Path(repo.storage).rglob("*") if p.is_file()]
-    assert len(files) == 1
-    assert files[0].stat().st_size == 128 * 8
+    big = PACK_CHUNK_LIMIT // 8 + 1
+    g.create_array("tiny", shape=(8,), chunks=(8,), dtype="i8", compressors=None)[:] = 1
+    g.create_array("small", shape=(256,), chunks=(128,), dtype="i8", compressors=None)[:] = 1
+    g.create_array("large", shape=(big,), chunks=(big,), dtype="i8", compressors=None)[:] = 1
+    s.commit("three arrays")
+    files = sorted((p for p in Path(repo.storage).rglob("*") if p.is_file()), key=_size)
+    assert [_size(p) for p in files[1:]] == [big * 8]  # the large chunk: an object of its own
+    pack = files[0].read_bytes()
+    (entry,) = parse_pack(bytes.fromhex(files[0].name), pack)  # two equal chunks, stored once
+    assert entry.length == 128 * 8
 
 
 def test_corrupt_chunk_raises_and_missing_chunk_is_reported(
@@ -216,14 +222,13 @@ def test_corrupt_chunk_raises_and_missing_chunk_is_reported(
     repo = make_repo()
     commit = _write(repo, np.random.default_rng(0).random(256), chunks=128)
     files = sorted(p for p in Path(repo.storage).rglob("*") if p.is_file())
-    assert len(files) == 2
+    assert len(files) == 1  # two chunks of 1 KiB in one pack
     data = bytearray(files[0].read_bytes())
     data[10] ^= 0xFF
     files[0].write_bytes(bytes(data))
     with pytest.raises(zarrlake.ChunkCorruptionError, match="fsck"):
         _read(repo, commit=commit)
-    os.unlink(files[1])
-    files[0].unlink()
+    os.unlink(files[0])
     with pytest.raises(zarrlake.ObjectMissingError):
         _read(repo, commit=commit)
 
@@ -319,3 +324,7 @@ def test_as_of_before_the_branch_existed_is_not_found(
     first = repo.log("main")[-1].created_at
     with pytest.raises(zarrlake.NotFoundError, match="did not exist"):
         repo.readonly_session(branch="main", as_of=first - timedelta(seconds=1))
+
+
+def _size(p: Path) -> int:
+    return p.stat().st_size

@@ -43,12 +43,14 @@ def _downgrade_to_v1(url: str) -> None:
     with engine.begin() as conn:
         conn.execute(sa.text("DROP TABLE zl_gc_marks"))
         conn.execute(sa.text("DROP TABLE zl_commit_keys"))
+        conn.execute(sa.text("ALTER TABLE zl_staged DROP COLUMN pack"))
+        conn.execute(sa.text("ALTER TABLE zl_staged DROP COLUMN pack_offset"))
         conn.execute(sa.update(info).where(info.c.key == "schema_version").values(value="1"))
     engine.dispose()
 
 
 def test_v1_catalog_is_upgraded_and_keeps_its_data(private_catalog: str, tmp_path: Path) -> None:
-    assert SCHEMA_VERSION == 3
+    assert SCHEMA_VERSION == 4
     repo = zarrlake.Repo.create(catalog=private_catalog, storage=str(tmp_path / "objects"))
     s = repo.writable_session()
     arr = zarr.open_group(s.store).create_array(
@@ -62,11 +64,13 @@ def test_v1_catalog_is_upgraded_and_keeps_its_data(private_catalog: str, tmp_pat
     with upgraded.engine.connect() as conn:
         assert sa.inspect(conn).has_table("zl_gc_marks")
         assert sa.inspect(conn).has_table("zl_commit_keys")
+        columns = {c["name"] for c in sa.inspect(conn).get_columns("zl_staged")}
+        assert {"pack", "pack_offset"} <= columns
         assert (
             conn.execute(sa.select(info.c.value).where(info.c.key == "schema_version")).scalar()
-            == "3"
+            == "4"
         )
-    assert upgraded.migrate() == 3  # idempotent
+    assert upgraded.migrate() == 4  # idempotent
     upgraded.engine.dispose()
 
     again = zarrlake.Repo.open(catalog=private_catalog, name=repo.name)
@@ -77,7 +81,7 @@ def test_v1_catalog_is_upgraded_and_keeps_its_data(private_catalog: str, tmp_pat
     zarr.open_array(stale.store, path="a", mode="r+")[:] = 1
     stale.flush()
     stale.abandon()
-    assert again.gc(timedelta(0)).objects_deleted == 1  # the abandoned session's object
+    assert again.gc(timedelta(0)).objects_deleted == 1  # the abandoned session's pack
     assert again.fsck(verify=True).ok
     keyed = again.writable_session()
     zarr.open_array(keyed.store, path="a", mode="r+")[:128] = 2

@@ -80,8 +80,19 @@ class RecordingCatalog:
         self.events.append("stage " + ",".join(r.kind for r in rows))
 
 
+class RecordingObjects:
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    def open_pack(self) -> bytes | None:
+        return None
+
+    def sync(self, *, seal: bool = True) -> None:
+        self.events.append("durable")
+
+
 def _stager(events: list[str]) -> Stager:
-    return Stager(RecordingCatalog(events), "s", lambda: events.append("durable"))  # type: ignore[arg-type]
+    return Stager(RecordingCatalog(events), "s", RecordingObjects(events))  # type: ignore[arg-type]
 
 
 def test_rows_naming_objects_are_staged_after_their_objects_are_durable() -> None:

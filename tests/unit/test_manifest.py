@@ -32,6 +32,11 @@ def obj(seed: int, length: int = 4096) -> ChunkRef:
     return ChunkRef(hashlib.sha256(seed.to_bytes(8, "little")).digest(), length)
 
 
+def packed(seed: int, pack: int, offset: int, length: int = 2048) -> ChunkRef:
+    pack_id = hashlib.sha256(b"pack" + pack.to_bytes(4, "little")).digest()
+    return ChunkRef(obj(seed).hash, length, pack=pack_id, offset=offset)
+
+
 def as_dict(shard: Shard) -> dict[int, ChunkRef]:
     return dict(shard.items())
 
@@ -138,6 +143,9 @@ flat_st = st.integers(0, 40)
 ref_st = st.one_of(
     st.binary(max_size=INLINE_LIMIT).map(inline),
     st.tuples(st.integers(0, 2**32), st.integers(INLINE_LIMIT + 1, 2**40)).map(lambda t: obj(*t)),
+    st.tuples(st.integers(0, 2**32), st.integers(0, 3), st.integers(0, 2**40)).map(
+        lambda t: packed(*t)
+    ),
 )
 updates_st = st.dictionaries(flat_st, st.one_of(st.none(), ref_st), max_size=12)
 
@@ -160,8 +168,15 @@ def test_shard_matches_dict_model(steps: list[dict[int, ChunkRef | None]]) -> No
             assert list(s.items()) == sorted(model.items())
             for f in range(41):
                 assert s.get(f) == model.get(f)
-        # every blob byte belongs to a live inline ref
-        assert len(shard.blob) == sum(len(r.inline) for r in model.values() if r.inline is not None)
+        # every blob byte belongs to a live inline ref or a live pack location (40 bytes)
+        assert len(shard.blob) == sum(
+            len(r.inline) if r.inline is not None else 40 if r.pack is not None else 0
+            for r in model.values()
+        )
+        assert shard.pack_ids() == {r.pack for r in model.values() if r.pack is not None}
+        assert shard.object_ids() == shard.pack_ids() | {
+            r.hash for r in model.values() if r.inline is None and r.pack is None
+        }
         # decode(encode(x)) is a fixed point
         assert decoded.encode() == shard.encode()
 
@@ -218,6 +233,23 @@ def test_decode_rejects_inline_offset_outside_blob() -> None:
     # header(16) + flat(8n) + hashes(32n) + lengths(8n) + kinds(n) -> offsets
     off_pos = 16 + 8 * n + 32 * n + 8 * n + n
     struct.pack_into("<Q", data, off_pos, 5)
+    with pytest.raises(CatalogError):
+        Shard.decode(bytes(data))
+
+
+def test_packed_refs_keep_their_pack_and_offset() -> None:
+    s = round_trip(Shard.empty().apply({0: packed(1, 0, 0), 5: packed(2, 0, 2048), 6: obj(3)}))
+    assert s.get(5) == packed(2, 0, 2048)
+    assert s.object_id_at(0) == s.object_id_at(1) == packed(1, 0, 0).pack
+    assert s.object_id_at(2) == obj(3).hash
+    assert round_trip(s.apply({0: inline(b"now inline")})).get(5) == packed(2, 0, 2048)
+
+
+def test_decode_rejects_a_pack_location_outside_blob() -> None:
+    s = Shard.empty().apply({2: packed(1, 0, 0)})
+    data = bytearray(s.encode())
+    off_pos = 16 + 8 + 32 + 8 + 1
+    struct.pack_into("<Q", data, off_pos, 1)  # 40 bytes from offset 1 run past the blob
     with pytest.raises(CatalogError):
         Shard.decode(bytes(data))
 

@@ -58,7 +58,9 @@ class CatalogBase:
         self._file = dia.sqlite_file(url)
         self._file_id: tuple[int, int] | None = None
         self._now = dia.now_sql(self.dialect)
-        self.upsert_staged = dia.upsert(staged, self.dialect, ["hash", "length", "inline"])
+        self.upsert_staged = dia.upsert(
+            staged, self.dialect, ["hash", "length", "inline", "pack", "pack_offset"]
+        )
         # Writing a blob that exists refreshes its created_at: garbage collection deletes a
         # blob only if it was not written again since it was marked (docs/history.md).
         self.insert_blob = dia.upsert(blobs, self.dialect, ["created_at"])

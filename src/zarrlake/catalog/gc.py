@@ -42,12 +42,17 @@ class GcQueries(CatalogBase):
                 ).scalars()
         return deleted
 
-    def live_staged(self, repo_id: int) -> tuple[set[bytes], set[bytes]]:
-        """(object hashes, blob hashes) staged by open, unexpired sessions: gc roots."""
+    def live_staged(self, repo_id: int) -> tuple[set[bytes], set[bytes], set[bytes]]:
+        """(chunk objects, packs, blob hashes) staged by open, unexpired sessions: gc roots."""
         with self.tx() as conn:
             now = self.now(conn)
             rows = conn.execute(
-                sa.select(staged.c.kind, staged.c.hash, staged.c.inline.is_(None).label("obj"))
+                sa.select(
+                    staged.c.kind,
+                    staged.c.hash,
+                    staged.c.pack,
+                    staged.c.inline.is_(None).label("obj"),
+                )
                 .select_from(staged.join(sessions, sessions.c.id == staged.c.session_id))
                 .where(
                     sessions.c.repo_id == repo_id,
@@ -56,9 +61,11 @@ class GcQueries(CatalogBase):
                     staged.c.hash.is_not(None),
                 )
             ).all()
-        objects = {bytes(r.hash) for r in rows if r.kind in ("chunk", "raw") and r.obj}
+        chunks = [r for r in rows if r.kind in ("chunk", "raw") and r.obj]
+        objects = {bytes(r.hash) for r in chunks if r.pack is None}
+        packs = {bytes(r.pack) for r in chunks if r.pack is not None}
         metas = {bytes(r.hash) for r in rows if r.kind == "meta"}
-        return objects, metas
+        return objects, packs, metas
 
     def blob_index(self, repo_id: int) -> dict[bytes, tuple[str, int]]:
         """Every catalog node of a repo: hash -> (kind, size in bytes)."""
@@ -281,8 +288,9 @@ class GcQueries(CatalogBase):
 
     @staticmethod
     def refuse_swept_hits(conn: sa.Connection, repo_id: int, session_id: str) -> None:
-        """Refuse a session commit that stages an object gc is deleting, or deleted after the
-        session began (the session may have deduplicated against it before it went).
+        """Refuse a session commit that stages an object or pack gc is deleting, or deleted
+        after the session began (the session may have deduplicated against it before it went,
+        or written a pack that gc found unreferenced before the session staged it).
 
         The commit calls it when it found, after taking the shared gc fence, that gc claimed or
         deleted any object of the repo (``publish.preflight`` takes the fence, and
@@ -293,7 +301,15 @@ class GcQueries(CatalogBase):
         )
         hits = conn.execute(
             sa.select(m.c.hash)
-            .select_from(m.join(staged, staged.c.hash == m.c.hash))
+            .select_from(
+                m.join(
+                    staged,
+                    sa.or_(
+                        sa.and_(staged.c.pack.is_(None), staged.c.hash == m.c.hash),
+                        staged.c.pack == m.c.hash,
+                    ),
+                )
+            )
             .where(
                 staged.c.session_id == session_id,
                 staged.c.kind.in_(("chunk", "raw")),

@@ -89,6 +89,8 @@ class StagedRow:
     hash: bytes | None
     length: int
     inline: bytes | None
+    pack: bytes | None = None
+    offset: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +156,8 @@ def staged_row(r: Any) -> StagedRow:
         None if r.hash is None else bytes(r.hash),
         int(r.length),
         None if r.inline is None else bytes(r.inline),
+        None if r.pack is None else bytes(r.pack),
+        int(r.pack_offset or 0),
     )
 
 
@@ -167,6 +171,8 @@ def staged_values(session_id: str, rows: Sequence[StagedRow]) -> list[dict[str, 
             "hash": r.hash,
             "length": r.length,
             "inline": r.inline,
+            "pack": r.pack,
+            "pack_offset": None if r.pack is None else r.offset,
         }
         for r in rows
     ]

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "metadata"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 metadata = sa.MetaData()
 
@@ -109,7 +109,7 @@ sessions = sa.Table(
 
 # A session's writes. kind: "meta" (key "", hash of a metadata document), "drop" (key "", the
 # base node is removed), "chunk" (key "1,2,3"), "raw" (key = store key). hash NULL with inline
-# NULL is a tombstone.
+# NULL is a tombstone. A packed chunk (version 4) names its pack and its offset in it.
 staged = sa.Table(
     "zl_staged",
     metadata,
@@ -120,6 +120,8 @@ staged = sa.Table(
     sa.Column("hash", Hash, nullable=True),
     sa.Column("length", sa.BigInteger, nullable=False, server_default="0"),
     sa.Column("inline", sa.LargeBinary, nullable=True),
+    sa.Column("pack", Hash, nullable=True),
+    sa.Column("pack_offset", sa.BigInteger, nullable=True),
 )
 
 # What a serializable session read: key "" is the node's metadata, else chunk coords "1,2".
@@ -175,5 +177,16 @@ def _v3_commit_keys(conn: sa.Connection) -> None:
         conn.execute(sa.insert(info).values(key="catalog_id", value=uuid.uuid4().hex))
 
 
+def _v4_packs(conn: sa.Connection) -> None:
+    for name in ("pack", "pack_offset"):
+        column = staged.c[name]
+        kind = column.type.compile(dialect=conn.dialect)
+        conn.execute(sa.text(f"ALTER TABLE {staged.name} ADD COLUMN {name} {kind}"))
+
+
 # version -> function upgrading a catalog from version-1 to version, inside one transaction.
-MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {2: _v2_gc_marks, 3: _v3_commit_keys}
+MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {
+    2: _v2_gc_marks,
+    3: _v3_commit_keys,
+    4: _v4_packs,
+}

@@ -181,6 +181,8 @@ class SessionQueries(CatalogBase):
                             "hash": None,
                             "length": 0,
                             "inline": None,
+                            "pack": None,
+                            "pack_offset": None,
                         }
                         for p in drops
                     ],

@@ -91,7 +91,7 @@ async def _write_copy(
             data = (
                 ref.inline
                 if ref.inline is not None
-                else await asyncio.to_thread(objects.read, ref.hash)
+                else await asyncio.to_thread(objects.read_chunk, ref)
             )
             await store.set(key, proto.buffer.from_bytes(data))
             written += len(data)

@@ -10,25 +10,32 @@ from zarrlake.catalog import CommitRow
 from zarrlake.core import RepoCore
 from zarrlake.errors import CatalogError, ChunkCorruptionError, ObjectMissingError
 from zarrlake.maintenance.progress import progress_bar
-from zarrlake.maintenance.reach import hash_rows, reachable_from
+from zarrlake.maintenance.reach import reachable_from
 from zarrlake.maintenance.reports import FsckIssue, FsckReport
-from zarrlake.model import Shard
 from zarrlake.model.manifest import join_coords
 from zarrlake.objects import ObjectStore
+from zarrlake.objects.packs import parse_pack
 from zarrlake.types import ChunkCoords
 
 __all__ = ["fsck"]
 
 
-def _verify(objects: ObjectStore, h: bytes) -> str | None:
-    """``None`` if the object reads back with its hash, else the problem."""
+def _verify(objects: ObjectStore, h: bytes, pack: bool) -> str | None:
+    """``None`` if the object reads back with its hash (a pack: if its index is sound and
+    every chunk in it matches its own hash), else the problem."""
     try:
-        data = objects.read(h)
+        data = objects.read_range(h) if pack else objects.read(h)
+        if not pack:
+            return None if hashlib.sha256(data).digest() == h else "corrupt_object"
+        entries = parse_pack(h, data)
     except ChunkCorruptionError:
         return "corrupt_object"
     except ObjectMissingError:
         return "missing_object"
-    return None if hashlib.sha256(data).digest() == h else "corrupt_object"
+    for e in entries:
+        if hashlib.sha256(data[e.offset : e.offset + e.length]).digest() != e.hash:
+            return "corrupt_object"
+    return None
 
 
 def _locate(
@@ -64,24 +71,19 @@ def _locate(
                     shard = reader.shard(sh)
                 except CatalogError:
                     continue
-                for i, h in enumerate(_object_hashes_with_rows(shard)):
-                    if h in wanted and h not in found:
+                for i in range(len(shard)):
+                    h = shard.object_id_at(i)
+                    if h is not None and h in wanted and h not in found:
                         flat = int(shard.flat[i])
                         found[h] = (c.id, path, join_coords(pos, flat, index.shard_shape))
     return found
-
-
-def _object_hashes_with_rows(shard: Shard) -> list[bytes | None]:
-    """Per row of a shard: its object hash, or ``None`` for inline chunks."""
-    kinds = shard.kinds.tolist()
-    return [h if k == 0 else None for h, k in zip(hash_rows(shard.hashes), kinds, strict=True)]
 
 
 def fsck(core: RepoCore, *, verify: bool, progress: bool | None) -> FsckReport:
     """Check that every object and catalog node that a commit or open session references
     exists (and, with ``verify``, that every object's bytes match its hash)."""
     cat, objects = core.catalog, core.objects
-    staged_objects, staged_metas = cat.live_staged(core.repo_id)
+    staged_objects, staged_packs, staged_metas = cat.live_staged(core.repo_id)
     commits = cat.all_commits(core.repo_id)
     reach = reachable_from(core, commits, progress)
     nodes = cat.blob_index(core.repo_id)
@@ -96,7 +98,8 @@ def fsck(core: RepoCore, *, verify: bool, progress: bool | None) -> FsckReport:
         for info in objects.iter_objects():
             present.add(info.hash)
             bar.update(1)
-    reachable = reach.committed | staged_objects
+    reachable = reach.committed | staged_objects | staged_packs
+    packs = reach.packs | staged_packs
     problems = {h: "missing_object" for h in reachable if h not in present}
     if verify:
         todo = sorted(reachable & present)
@@ -104,7 +107,9 @@ def fsck(core: RepoCore, *, verify: bool, progress: bool | None) -> FsckReport:
             progress_bar(progress, len(todo), "verifying objects") as bar,
             ThreadPoolExecutor(8) as pool,
         ):
-            for h, problem in zip(todo, pool.map(lambda x: _verify(objects, x), todo), strict=True):
+            for h, problem in zip(
+                todo, pool.map(lambda x: _verify(objects, x, x in packs), todo), strict=True
+            ):
                 if problem is not None:
                     problems[h] = problem
                 bar.update(1)

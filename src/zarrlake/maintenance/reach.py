@@ -14,7 +14,7 @@ from zarrlake.errors import CatalogError
 from zarrlake.maintenance.progress import progress_bar
 from zarrlake.model import NODE_KIND, IndexNode, ManifestIndex, Root, Shard
 
-__all__ = ["Reach", "hash_rows", "live_set", "object_hashes", "reachable_from"]
+__all__ = ["Reach", "hash_rows", "live_set", "reachable_from"]
 
 
 def hash_rows(hashes: np.ndarray) -> list[bytes]:
@@ -23,16 +23,13 @@ def hash_rows(hashes: np.ndarray) -> list[bytes]:
     return cast(list[bytes], rows)
 
 
-def object_hashes(shard: Shard) -> list[bytes]:
-    return hash_rows(shard.hashes[shard.kinds == 0])
-
-
 @dataclass
 class Reach:
     """Everything reachable from some commits and the open sessions."""
 
-    committed: set[bytes] = field(default_factory=set)  # chunk objects referenced by commits
-    staged: set[bytes] = field(default_factory=set)  # chunk objects staged by open sessions
+    committed: set[bytes] = field(default_factory=set)  # objects referenced by commits
+    staged: set[bytes] = field(default_factory=set)  # objects staged by open sessions
+    packs: set[bytes] = field(default_factory=set)  # which of those objects are packs
     nodes: set[bytes] = field(default_factory=set)  # catalog nodes referenced
     missing: dict[bytes, str] = field(default_factory=dict)  # referenced nodes not found
 
@@ -84,7 +81,9 @@ def reachable_from(core: RepoCore, commits: Sequence[CommitRow], show: bool | No
     with progress_bar(show, len(ordered), "scanning manifests") as bar:
         for i in range(0, len(ordered), 64):  # shards are large: a few at a time
             for data in _load(core, ordered[i : i + 64], "shard", reach):
-                reach.committed.update(object_hashes(Shard.decode(data)))
+                shard = Shard.decode(data)
+                reach.committed.update(shard.object_ids())
+                reach.packs.update(shard.pack_ids())
                 bar.update(1)
     return reach
 
@@ -95,7 +94,7 @@ def live_set(core: RepoCore, show: bool | None) -> Reach:
     Staged rows are read before commits: a write staged after the first read is committed
     (so seen by the second) or still staged (and then protected by the commit-side check).
     """
-    staged_objects, staged_metas = core.catalog.live_staged(core.repo_id)
+    staged_objects, staged_packs, staged_metas = core.catalog.live_staged(core.repo_id)
     reach = reachable_from(core, core.catalog.all_commits(core.repo_id), show)
     if reach.missing:
         some = ", ".join(f"{k} {h.hex()[:12]}" for h, k in list(reach.missing.items())[:5])
@@ -103,6 +102,7 @@ def live_set(core: RepoCore, show: bool | None) -> Reach:
             f"gc stopped before deleting anything: catalog nodes referenced by commits are "
             f"missing ({some}); the live set cannot be known. Run repo.fsck()"
         )
-    reach.staged |= staged_objects
+    reach.staged |= staged_objects | staged_packs
+    reach.packs |= staged_packs
     reach.nodes |= staged_metas
     return reach

@@ -45,6 +45,10 @@ each), which stays small next to that up to arrays of about a million chunks."""
 
 _SHARD_MAGIC = b"ZLS1"
 _HEADER = struct.Struct("<4sIQ")
+_PACKED = struct.Struct("<32sQ")  # a packed entry's (pack id, offset in the pack), in the blob
+
+OBJECT, INLINE, PACKED = 0, 1, 2
+"""The kinds of shard entries: an object of its own, inline bytes, a range of a pack."""
 
 
 def content_hash(data: bytes | bytearray | memoryview) -> bytes:
@@ -54,11 +58,21 @@ def content_hash(data: bytes | bytearray | memoryview) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class ChunkRef:
-    """Where a chunk's bytes are: an object named by ``hash``, or ``inline`` bytes."""
+    """Where a chunk's bytes are: an object named by ``hash``, ``inline`` bytes, or ``length``
+    bytes at ``offset`` in the pack object ``pack``. ``hash`` is always the chunk's own content
+    hash, which verifies it wherever it is stored."""
 
     hash: bytes
     length: int
     inline: bytes | None = None
+    pack: bytes | None = None
+    offset: int = 0
+
+
+def _kind(ref: ChunkRef) -> int:
+    if ref.inline is not None:
+        return INLINE
+    return PACKED if ref.pack is not None else OBJECT
 
 
 def shard_shape_for(grid_shape: tuple[int, ...] | None, ndim: int) -> tuple[int, ...]:
@@ -117,8 +131,8 @@ class Shard:
         self.flat = flat  # int64[n], sorted
         self.hashes = hashes  # uint8[n, 32]
         self.lengths = lengths  # uint64[n]
-        self.kinds = kinds  # uint8[n]: 0 object, 1 inline
-        self.offsets = offsets  # uint64[n]: offset of inline bytes in blob
+        self.kinds = kinds  # uint8[n]: OBJECT, INLINE or PACKED
+        self.offsets = offsets  # uint64[n]: offset in blob of inline bytes or a pack location
         self.blob = blob
 
     @classmethod
@@ -138,10 +152,32 @@ class Shard:
     def ref_at(self, i: int) -> ChunkRef:
         h = self.hashes[i].tobytes()
         n = int(self.lengths[i])
-        if self.kinds[i] == 1:
+        kind = self.kinds[i]
+        if kind == INLINE:
             off = int(self.offsets[i])
             return ChunkRef(h, n, self.blob[off : off + n])
+        if kind == PACKED:
+            pack, at = _PACKED.unpack_from(self.blob, int(self.offsets[i]))
+            return ChunkRef(h, n, pack=pack, offset=at)
         return ChunkRef(h, n)
+
+    def object_ids(self) -> set[bytes]:
+        """The objects this shard's chunks live in: their own objects, and packs."""
+        return {r.tobytes() for r in self.hashes[self.kinds == OBJECT]} | self.pack_ids()
+
+    def pack_ids(self) -> set[bytes]:
+        """The packs this shard's packed chunks live in."""
+        return {self.blob[o : o + 32] for o in self.offsets[self.kinds == PACKED].tolist()}
+
+    def object_id_at(self, i: int) -> bytes | None:
+        """The object row ``i`` lives in (``None`` for inline bytes)."""
+        kind = self.kinds[i]
+        if kind == OBJECT:
+            return bytes(self.hashes[i].tobytes())
+        if kind == PACKED:
+            off = int(self.offsets[i])
+            return self.blob[off : off + 32]
+        return None
 
     def get(self, flat: int) -> ChunkRef | None:
         i = int(np.searchsorted(self.flat, flat))
@@ -174,27 +210,33 @@ class Shard:
         kinds = np.concatenate(
             [
                 self.kinds[keep],
-                np.fromiter((1 if r.inline is not None else 0 for _, r in new), np.uint8, n_new),
+                np.fromiter((_kind(r) for _, r in new), np.uint8, n_new),
             ]
         )
-        # Rebuild the inline blob from the surviving inline entries so it never holds garbage.
+        # Rebuild the blob from the surviving entries so it never holds garbage.
         kept_offsets = self.offsets[keep]
         kept_lengths = self.lengths[keep]
         kept_kinds = self.kinds[keep]
         parts: list[bytes] = []
         pos = 0
         offsets = np.zeros(len(flat), np.uint64)
-        for i in np.nonzero(kept_kinds == 1)[0]:
-            off, n = int(kept_offsets[i]), int(kept_lengths[i])
+        for i in np.nonzero(kept_kinds != OBJECT)[0]:
+            off = int(kept_offsets[i])
+            n = int(kept_lengths[i]) if kept_kinds[i] == INLINE else _PACKED.size
             parts.append(self.blob[off : off + n])
             offsets[i] = pos
             pos += n
         base = len(kept_kinds)
         for j, (_, r) in enumerate(new):
             if r.inline is not None:
-                parts.append(r.inline)
-                offsets[base + j] = pos
-                pos += len(r.inline)
+                part = r.inline
+            elif r.pack is not None:
+                part = _PACKED.pack(r.pack, r.offset)
+            else:
+                continue
+            parts.append(part)
+            offsets[base + j] = pos
+            pos += len(part)
         order = np.argsort(flat, kind="stable")
         return Shard(
             flat[order],
@@ -238,12 +280,14 @@ class Shard:
         o += n
         offsets = np.frombuffer(data, "<u8", n, o)
         o += 8 * n
-        inline = kinds == 1
+        inline = kinds == INLINE
+        packed = kinds == PACKED
         if (
-            np.any(kinds > 1)
+            np.any(kinds > PACKED)
             or (n > 1 and np.any(np.diff(flat) <= 0))
             or np.any(flat < 0)
             or np.any(offsets[inline] + lengths[inline] > blob_len)
+            or np.any(offsets[packed] + _PACKED.size > blob_len)
         ):
             raise CatalogError("manifest shard is corrupt: inconsistent entries")
         return cls(flat, hashes, lengths, kinds, offsets, bytes(data[o : o + blob_len]))

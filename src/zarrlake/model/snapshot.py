@@ -28,19 +28,25 @@ class NodeEntry:
 
 
 def encode_ref(ref: ChunkRef) -> list[object]:
-    return [
+    item: list[object] = [
         ref.hash.hex(),
         ref.length,
         None if ref.inline is None else base64.b64encode(ref.inline).decode(),
     ]
+    if ref.pack is not None:
+        item += [ref.pack.hex(), ref.offset]
+    return item
 
 
 def decode_ref(item: list[object]) -> ChunkRef:
-    h, n, inline = item
+    h, n, inline, *packed = item
+    pack, offset = packed if packed else (None, 0)
     return ChunkRef(
         bytes.fromhex(str(h)),
         int(n),  # type: ignore[call-overload]
         None if inline is None else base64.b64decode(str(inline)),
+        None if pack is None else bytes.fromhex(str(pack)),
+        int(offset),  # type: ignore[call-overload]
     )
 
 

@@ -1,5 +1,6 @@
 """What every object store is: content-addressed chunk objects, named by the SHA-256 of their
-bytes (``chunks/ab/abcdef...``), written create-if-absent, read verified."""
+bytes (``chunks/ab/abcdef...``), written create-if-absent, read verified; and packs of small
+chunks (:mod:`zarrlake.objects.packs`), objects of the same namespace named by random ids."""
 
 from __future__ import annotations
 
@@ -14,6 +15,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from zarrlake.errors import ChunkCorruptionError, StorageError
+from zarrlake.faults import crash_point
+from zarrlake.model import ChunkRef
+from zarrlake.objects.packs import OpenPack, PackWriter
+from zarrlake.objects.ranges import RangeCoalescer
 
 __all__ = ["ObjectInfo", "ObjectStore", "object_key", "verified_cache"]
 
@@ -35,6 +40,10 @@ class ObjectStore(ABC):
 
     url: str
     verify: bool
+
+    def __init__(self) -> None:
+        self._packs = PackWriter()
+        self._ranges = RangeCoalescer(self.read_range_async)
 
     @abstractmethod
     def write(self, h: bytes, data: bytes | memoryview) -> bool:
@@ -59,6 +68,86 @@ class ObjectStore(ABC):
             data = self.check(h, self.read_range(h))
             cache.put(h, data)
         return data[start:end]
+
+    async def read_range_async(self, h: bytes, start: int, end: int) -> bytes:
+        """Async version of :meth:`read_range`."""
+        return await asyncio.to_thread(self.read_range, h, start, end)
+
+    # -- packed chunks -------------------------------------------------------------------------
+
+    def write_packed(self, h: bytes, data: bytes | memoryview) -> tuple[bytes, int]:
+        """Append a small chunk to this process's open pack: its (pack id, offset). The pack
+        is written when full here, else by :meth:`sync`; until then it is read from memory."""
+        pack_id, offset, full = self._packs.add(h, bytes(data))
+        if full is not None and (error := self._write_pack(full)) is not None:
+            raise error
+        return pack_id, offset
+
+    async def write_packed_async(self, h: bytes, data: bytes | memoryview) -> tuple[bytes, int]:
+        """Async version of :meth:`write_packed`."""
+        pack_id, offset, full = self._packs.add(h, bytes(data))
+        if full is not None:
+            try:
+                await self.write_async(full.id, full.encode())
+            except BaseException as exc:  # cancelled too: the pack must not stay "writing"
+                self._packs.written(full, self._pack_error(full, exc))
+                raise
+            self._packs.written(full)
+            crash_point("pack.written")
+        return pack_id, offset
+
+    def _write_pack(self, pack: OpenPack) -> StorageError | None:
+        try:
+            self.write(pack.id, pack.encode())
+        except BaseException as exc:
+            error = self._pack_error(pack, exc)
+            self._packs.written(pack, error)
+            if not isinstance(exc, Exception):
+                raise
+            return error
+        self._packs.written(pack)
+        crash_point("pack.written")
+        return None
+
+    def _pack_error(self, pack: OpenPack, exc: BaseException) -> StorageError:
+        if isinstance(exc, StorageError):
+            return exc
+        error = StorageError(f"cannot write pack {pack.id.hex()} to {self.url}: {exc!r}")
+        error.__cause__ = exc
+        return error
+
+    def read_chunk(self, ref: ChunkRef, start: int | None = None, end: int | None = None) -> bytes:
+        """Bytes ``[start, end)`` of a chunk stored as an object or in a pack (not inline),
+        verified against the chunk's hash."""
+        if ref.pack is None:
+            return self.read(ref.hash, start, end)
+        data = self._packs.read(ref.pack, ref.offset, ref.length)
+        if data is None:
+            data = self.read_range(ref.pack, ref.offset, ref.offset + ref.length)
+        return self._packed(ref, data)[start:end]
+
+    async def read_chunk_async(
+        self, ref: ChunkRef, start: int | None = None, end: int | None = None
+    ) -> bytes:
+        """Async version of :meth:`read_chunk`: reads of one pack made together are merged
+        into few requests (:mod:`zarrlake.objects.ranges`)."""
+        if ref.pack is None:
+            return await self.read_async(ref.hash, start, end)
+        data = self._packs.read(ref.pack, ref.offset, ref.length)
+        if data is None:
+            data = await self._ranges.read(ref.pack, ref.offset, ref.offset + ref.length)
+        return self._packed(ref, data)[start:end]
+
+    def _packed(self, ref: ChunkRef, data: bytes) -> bytes:
+        assert ref.pack is not None
+        if len(data) != ref.length or (self.verify and hashlib.sha256(data).digest() != ref.hash):
+            raise ChunkCorruptionError(
+                f"chunk {ref.hash.hex()} at offset {ref.offset} of pack {ref.pack.hex()} in "
+                f"{self.url} does not match its hash (read {len(data)} of {ref.length} bytes); "
+                "the stored bytes are corrupt. Run repo.fsck(verify=True) to find every such "
+                "object"
+            )
+        return data
 
     @abstractmethod
     def exists(self, h: bytes) -> bool: ...
@@ -94,9 +183,26 @@ class ObjectStore(ABC):
         of an existing object (local disk); else ``None``."""
         return None
 
-    def sync(self) -> None:  # noqa: B027 - optional hook
-        """Block until every object this process wrote, or found already present, is durable
-        (no-op where a write is durable when it returns, as a PUT on S3 is)."""
+    def open_pack(self) -> bytes | None:
+        """The pack this process is filling (not written yet), if any."""
+        return self._packs.open_id()
+
+    def sync(self, *, seal: bool = True) -> None:
+        """Block until every object this process wrote, or found already present, is durable,
+        packs included: the open pack is written now (unless ``seal`` is false: then only the
+        packs already full), and a pack whose write failed is tried again
+        (:class:`StorageError` if it fails again)."""
+        pending = self._packs.pending_ids()
+        for pack in self._packs.seal(keep_open=not seal):
+            self._write_pack(pack)
+        error = self._packs.wait(pending - ({self.open_pack()} if not seal else set()))
+        if error is not None:
+            raise StorageError(f"cannot write a pack of chunks to {self.url}: {error}") from error
+        self._flush()
+
+    def _flush(self) -> None:  # noqa: B027 - optional hook
+        """Make the objects written so far durable (no-op where a write is durable when it
+        returns, as a PUT on S3 is)."""
 
     def probe(self) -> None:
         """Write and delete a small marker: :class:`StorageError` unless the store is

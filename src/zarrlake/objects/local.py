@@ -26,6 +26,7 @@ class LocalObjectStore(ObjectStore):
     """Objects as files under a local directory."""
 
     def __init__(self, root: str | Path, *, verify: bool = True) -> None:
+        super().__init__()
         self.root = Path(root).absolute()
         self.url = str(self.root)
         self.verify = verify
@@ -40,6 +41,12 @@ class LocalObjectStore(ObjectStore):
         return os.path.join(self.url, object_key(h))
 
     def write(self, h: bytes, data: bytes | memoryview) -> bool:
+        try:
+            return self._write(h, data)
+        except OSError as exc:
+            raise StorageError(f"cannot write object {h.hex()} under {self.url}: {exc}") from exc
+
+    def _write(self, h: bytes, data: bytes | memoryview) -> bool:
         path = self._path(h)
         try:
             os.utime(path)
@@ -61,10 +68,10 @@ class LocalObjectStore(ObjectStore):
             # The name appears only once the bytes are complete. Two writers of one content
             # address write identical bytes, so replacing a concurrent copy is harmless.
             os.replace(tmp, path)
-        except OSError as exc:
+        except OSError:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            raise StorageError(f"cannot write object {h.hex()} under {self.url}: {exc}") from exc
+            raise
         self._flusher.note()
         return True
 
@@ -123,7 +130,7 @@ class LocalObjectStore(ObjectStore):
                         removed += 1
         return removed
 
-    def sync(self) -> None:
+    def _flush(self) -> None:
         # The flusher has been flushing while the objects were written: this waits only for
         # the flush that covers the last of them.
         self._flusher.wait()

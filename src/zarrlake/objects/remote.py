@@ -89,6 +89,7 @@ class FsspecObjectStore(ObjectStore):
     ) -> None:
         import fsspec
 
+        super().__init__()
         self.url = url.rstrip("/")
         self.verify = verify
         self.storage_options = dict(storage_options or {})
@@ -176,6 +177,11 @@ class FsspecObjectStore(ObjectStore):
             data = self.check(h, await self._fetch(h, None, None))
             cache.put(h, data)
         return data[start:end]
+
+    async def read_range_async(self, h: bytes, start: int, end: int) -> bytes:
+        if not self._async:
+            return await super().read_range_async(h, start, end)
+        return await self._fetch(h, start, end)
 
     async def _fetch(self, h: bytes, start: int | None, end: int | None) -> bytes:
         key = self._key(h)

@@ -242,12 +242,21 @@ def state_rows(state: StagedState) -> Iterable[StagedRow]:
             if ref is None:
                 yield StagedRow(path, "chunk", coords_key(coords), None, 0, None)
             else:
-                yield StagedRow(path, "chunk", coords_key(coords), ref.hash, ref.length, ref.inline)
+                yield StagedRow(
+                    path,
+                    "chunk",
+                    coords_key(coords),
+                    ref.hash,
+                    ref.length,
+                    ref.inline,
+                    ref.pack,
+                    ref.offset,
+                )
     for key, ref in state.raw.items():
         if ref is None:
             yield StagedRow("", "raw", key, None, 0, None)
         else:
-            yield StagedRow("", "raw", key, ref.hash, ref.length, ref.inline)
+            yield StagedRow("", "raw", key, ref.hash, ref.length, ref.inline, ref.pack, ref.offset)
 
 
 def has_objects(state: StagedState) -> bool:

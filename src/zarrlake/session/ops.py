@@ -3,11 +3,13 @@ catalog, with nothing untyped on the way."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from zarrlake.catalog import StagedRow
+from zarrlake.objects import PACK_CHUNK_LIMIT
 
-__all__ = ["DropNode", "Op", "PutRow", "RecordRead"]
+__all__ = ["DropNode", "Op", "PutRow", "RecordRead", "packable", "placed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,3 +38,14 @@ class RecordRead:
 
 
 Op = PutRow | DropNode | RecordRead
+
+
+def packable(op: Op, size: int) -> bool:
+    """Whether a write goes into a pack: chunks of arrays (not other keys), small ones."""
+    return isinstance(op, PutRow) and op.row.kind == "chunk" and size <= PACK_CHUNK_LIMIT
+
+
+def placed(op: Op, pack: bytes, offset: int) -> PutRow:
+    """A chunk write, its row naming where it is in a pack."""
+    assert isinstance(op, PutRow)
+    return PutRow(dataclasses.replace(op.row, pack=pack, offset=offset), op.doc)

@@ -5,14 +5,22 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import Future
+from typing import Protocol
 
 from zarrlake.catalog import Catalog, StagedRow
 from zarrlake.faults import crash_point
-from zarrlake.session.ops import DropNode, Op, RecordRead
+from zarrlake.session.ops import DropNode, Op, PutRow, RecordRead
 
 __all__ = ["Stager"]
+
+
+class Durability(Protocol):
+    """What the stager needs of the object store."""
+
+    def open_pack(self) -> bytes | None: ...
+
+    def sync(self, *, seal: bool = True) -> None: ...
 
 
 class Stager:
@@ -22,20 +30,35 @@ class Stager:
     (visible to every process of the session); ``flush()`` waits for everything submitted so
     far. A failed batch (for example, the session expired) fails every later submit and flush.
 
-    ``durable()`` blocks until every object this process has written is durable: a batch whose
-    rows name objects calls it before recording them, so a staged row never names an object
-    that a power loss could take back, whichever process of the session staged it. The object
-    store flushes while the writers write, so this usually waits for little.
+    ``objects.sync()`` blocks until every object this process has written is durable: a batch
+    whose rows name objects calls it before recording them, so a staged row never names an
+    object that a power loss could take back, whichever process of the session staged it. The
+    object store flushes while the writers write, so this usually waits for little.
+
+    With ``hold_packed``, rows naming the pack still being filled are held back (in order)
+    until it is full, a ``flush()`` waits for them, or they have waited :attr:`PACK_LINGER`:
+    staging them at once would write the pack with a few chunks in it.
     """
 
     MAX_BATCH = 5000
     MAX_PENDING = 50_000
     LINGER = 0.004  # seconds a small batch waits for company: one transaction costs ~1 ms
+    PACK_LINGER = 1.0  # seconds rows wait for their pack to fill before it is written anyway
+    HELD_POLL = 0.02  # seconds between looks at whether a held row's pack is written
 
-    def __init__(self, catalog: Catalog, session_id: str, durable: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        catalog: Catalog,
+        session_id: str,
+        objects: Durability,
+        *,
+        hold_packed: bool = False,
+    ) -> None:
         self.catalog = catalog
         self.session_id = session_id
-        self.durable = durable
+        self.objects = objects
+        self.hold_packed = hold_packed
+        self.held_since: float | None = None
         self.cond = threading.Condition()
         self.pending: list[tuple[Op, Future[None]]] = []
         self.inflight = 0
@@ -77,7 +100,8 @@ class Stager:
             if self.error is not None:
                 raise self.error
 
-    def _take(self) -> list[tuple[Op, Future[None]]]:
+    def _take(self) -> tuple[list[tuple[Op, Future[None]]], bool]:
+        """The next batch, and whether staging it must write the open pack too."""
         with self.cond:
             if not self.pending:
                 self.cond.wait(timeout=1.0)
@@ -90,18 +114,39 @@ class Stager:
             # Drops must not share a batch with earlier rows: the catalog applies a batch's
             # drops first. Cut the batch at the first drop that follows another operation.
             batch: list[tuple[Op, Future[None]]] = []
+            open_pack = self._open_pack()
+            held = False
             for item in self.pending[: self.MAX_BATCH]:
                 if isinstance(item[0], DropNode) and any(
                     not isinstance(op, DropNode) for op, _ in batch
                 ):
                     break
+                if open_pack is not None and _in_pack(item[0], open_pack):
+                    held = True  # held back, with everything after it
+                    break
                 batch.append(item)
+            if not held:
+                self.held_since = None
+            elif not batch:
+                self.cond.wait(timeout=self.HELD_POLL)
             del self.pending[: len(batch)]
             self.inflight = len(batch)
             self.cond.notify_all()
-            return batch
+            # rows of an open pack are either all held back or the pack is written with them
+            return batch, open_pack is None
 
-    def _write(self, ops: list[Op]) -> None:
+    def _open_pack(self) -> bytes | None:
+        """Under ``cond``: the pack whose rows are held back now, if any."""
+        if not self.hold_packed or self.waiters:
+            return None
+        if self.held_since is not None and time.monotonic() - self.held_since >= self.PACK_LINGER:
+            return None
+        pack = self.objects.open_pack()
+        if pack is not None and self.held_since is None:
+            self.held_since = time.monotonic()
+        return pack
+
+    def _write(self, ops: list[Op], seal: bool) -> None:
         rows: list[StagedRow] = []
         drops: list[str] = []
         blobs: dict[bytes, tuple[str, bytes]] = {}
@@ -121,14 +166,14 @@ class Stager:
                 if op.doc is not None and op.row.hash is not None:
                     blobs[op.row.hash] = ("meta", op.doc)
         if objects:
-            self.durable()
+            self.objects.sync(seal=seal)
         crash_point("stage.before")
         self.catalog.stage(self.session_id, rows, drops, blobs=blobs, reads=reads)
 
     def _run(self) -> None:
         idle = 0
         while True:
-            batch = self._take()
+            batch, seal = self._take()
             if not batch:
                 idle += 1
                 if idle >= 5:
@@ -142,7 +187,7 @@ class Stager:
                 continue
             idle = 0
             try:
-                self._write([op for op, _ in batch])
+                self._write([op for op, _ in batch], seal)
             except BaseException as exc:
                 with self.cond:
                     self.error = self.error or exc
@@ -154,3 +199,7 @@ class Stager:
             with self.cond:
                 self.inflight = 0
                 self.cond.notify_all()
+
+
+def _in_pack(op: Op, pack: bytes) -> bool:
+    return isinstance(op, PutRow) and op.row.pack == pack

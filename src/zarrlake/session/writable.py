@@ -43,7 +43,7 @@ from zarrlake.session.committer import (
 )
 from zarrlake.session.keys import Target, could_be_chunk_key, key_coords, row_ref, under
 from zarrlake.session.opener import SessionOpener
-from zarrlake.session.ops import DropNode, Op, PutRow, RecordRead
+from zarrlake.session.ops import DropNode, Op, PutRow, RecordRead, packable, placed
 from zarrlake.session.stager import Stager
 from zarrlake.types import SessionInfo, from_epoch, validate_metadata, validate_text
 
@@ -95,7 +95,8 @@ class WritableSession(Session):
         self._epoch = 0
         self._done_at: dict[str, int] = {}
         self._reads: set[tuple[str, str]] = set()
-        self._stager = Stager(core.catalog, row.id, core.objects.sync)
+        # this process's writes are write-behind: their rows may wait for their pack to fill
+        self._stager = Stager(core.catalog, row.id, core.objects, hold_packed=created_here)
         super().__init__(core, row.base_commit, base)
         if not created_here:  # a session this process just created has nothing staged yet
             self._refresh_metas()
@@ -281,7 +282,9 @@ class WritableSession(Session):
 
     def _plan_write(self, key: str, data: bytes | memoryview) -> tuple[Op, bytes | None]:
         """Check and hash ``data``: what to stage, and the hash of the object to store first
-        (``None`` when the bytes live in the catalog). Runs in a worker thread."""
+        (``None`` when the bytes live in the catalog). Runs in a worker thread.
+
+        A small chunk is packed (:meth:`_packed`): its row names its place in a pack."""
         self.check_writable()
         t = self._target(key)
         if t.kind == "meta":
@@ -299,19 +302,42 @@ class WritableSession(Session):
     def _prepare_write(self, key: str, data: bytes | memoryview) -> Op:
         """Hash ``data`` and store its object; return what to stage (runs in a worker thread)."""
         op, h = self._plan_write(key, data)
-        if h is not None:
-            self._core.objects.write(h, data)
-            crash_point("object.written")
+        if h is None:
+            return op
+        if packable(op, len(data)):
+            if (same := self._stored_as(op)) is not None:
+                return same
+            return placed(op, *self._core.objects.write_packed(h, data))
+        self._core.objects.write(h, data)
+        crash_point("object.written")
         return op
 
     async def _prepare_write_async(self, key: str, data: bytes | memoryview) -> Op:
         """:meth:`_prepare_write`, the object written by the store's own async I/O (a
         network store keeps many requests in flight without a thread each)."""
         op, h = await asyncio.to_thread(self._plan_write, key, data)
-        if h is not None:
-            await self._core.objects.write_async(h, data)
-            crash_point("object.written")
+        if h is None:
+            return op
+        if packable(op, len(data)):
+            if (same := await asyncio.to_thread(self._stored_as, op)) is not None:
+                return same
+            return placed(op, *await self._core.objects.write_packed_async(h, data))
+        await self._core.objects.write_async(h, data)
+        crash_point("object.written")
         return op
+
+    def _stored_as(self, op: Op) -> Op | None:
+        """The write, placed where the chunk already is, if the key holds these very bytes in
+        a pack (rewriting unchanged data stores nothing; objects of their own are deduplicated
+        by their name instead)."""
+        assert isinstance(op, PutRow)
+        row = op.row
+        t = Target(row.kind, row.path, row.key, "")
+        local = self._local.get((row.path, row.kind, row.key))
+        ref = row_ref(local) if local is not None else self._base_ref(t)
+        if ref is None or ref.hash != row.hash or ref.pack is None:
+            return None
+        return placed(op, ref.pack, ref.offset)
 
     def _check_chunk(self, t: Target, size: int) -> None:
         nm = self._node_meta(t.path)

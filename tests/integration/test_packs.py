@@ -1,0 +1,157 @@
+"""Small chunks are packed: a write of many small chunks costs a few objects, reads come back
+exact (inside the session before the pack is written, after the commit, from another process
+and through S3), gc keeps a pack while any chunk in it is live and drops it once none is, and
+fsck finds a damaged pack."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+
+import zarrlake
+from zarrlake.objects import PACK_CHUNK_LIMIT
+from zarrlake.objects.base import object_key
+
+
+def _objects(storage: Path) -> list[Path]:
+    return [p for p in (storage / "chunks").rglob("*") if p.is_file()]
+
+
+def _small(repo: zarrlake.Repo, values: np.ndarray, chunks: int = 4096) -> str:
+    """An array of float32 chunks of ``chunks * 4`` bytes (16 KiB by default), uncompressed."""
+    s = repo.writable_session()
+    a = zarr.create_array(
+        s.store, name="x", shape=values.shape, chunks=(chunks,), dtype="f4", compressors=None
+    )
+    a[:] = values
+    return s.commit("small chunks")
+
+
+def _read(repo: zarrlake.Repo, ref: str = "main") -> np.ndarray:
+    return np.asarray(zarr.open_array(repo.readonly_session(ref).store, path="x", mode="r")[:])
+
+
+def test_a_thousand_small_chunks_become_a_few_objects_and_read_back(
+    make_repo: Callable[..., zarrlake.Repo], tmp_path: Path, catalog_url: str
+) -> None:
+    storage = tmp_path / "objects"
+    repo = make_repo(storage=str(storage))
+    values = np.arange(1024 * 4096, dtype="f4")  # 1,024 chunks of 16 KiB: 16 MiB
+    _small(repo, values)
+    files = _objects(storage)
+    assert 2 <= len(files) <= 4  # 8 MiB packs, not 1,024 objects
+    np.testing.assert_array_equal(_read(repo), values)
+    again = zarrlake.Repo.open(catalog=catalog_url, name=repo.name)
+    np.testing.assert_array_equal(_read(again), values)
+    assert again.fsck(verify=True).ok
+
+
+def test_a_session_reads_its_own_packed_writes_before_the_pack_is_written(
+    make_repo: Callable[..., zarrlake.Repo], tmp_path: Path
+) -> None:
+    storage = tmp_path / "objects"
+    repo = make_repo(storage=str(storage))
+    s = repo.writable_session()
+    a = zarr.create_array(
+        s.store, name="x", shape=(400,), chunks=(100,), dtype="f8", compressors=None
+    )
+    a[:] = np.arange(400.0)
+    a[50:150] += 1000  # read-modify-write of two partial chunks of 800 bytes
+    assert _objects(storage) == []  # the pack is still in memory
+    expected = np.arange(400.0)
+    expected[50:150] += 1000
+    np.testing.assert_array_equal(a[:], expected)
+    s.commit("edits")
+    assert len(_objects(storage)) == 1
+    np.testing.assert_array_equal(_read(repo), expected)
+
+
+def test_chunks_over_the_limit_are_objects_of_their_own(
+    make_repo: Callable[..., zarrlake.Repo], tmp_path: Path
+) -> None:
+    storage = tmp_path / "objects"
+    repo = make_repo(storage=str(storage))
+    per_chunk = PACK_CHUNK_LIMIT // 4 + 1  # float32: one element over the limit
+    values = np.arange(3 * per_chunk, dtype="f4")
+    _small(repo, values, chunks=per_chunk)
+    assert len(_objects(storage)) == 3
+    np.testing.assert_array_equal(_read(repo), values)
+
+
+def test_gc_keeps_a_pack_while_one_chunk_in_it_is_live_and_drops_it_after(
+    make_repo: Callable[..., zarrlake.Repo], tmp_path: Path
+) -> None:
+    storage = tmp_path / "objects"
+    repo = make_repo(storage=str(storage))
+    values = np.arange(8 * 4096, dtype="f4")
+    first = _small(repo, values)
+    (pack,) = _objects(storage)
+    s = repo.writable_session()  # rewrite all chunks but the last one
+    zarr.open_array(s.store, path="x", mode="r+")[: 7 * 4096] = -1
+    s.commit("rewrite seven of eight")
+    repo.expire(older_than=timedelta(0))  # the first commit goes; its pack still holds chunk 7
+    assert first not in [c.id for c in repo.log()]
+    repo.gc(grace=timedelta(0))
+    assert pack.exists()
+    s = repo.writable_session()
+    zarr.open_array(s.store, path="x", mode="r+")[7 * 4096 :] = -2
+    s.commit("rewrite the last one")
+    repo.expire(older_than=timedelta(0))
+    report = repo.gc(grace=timedelta(0))
+    assert not pack.exists()
+    assert report.objects_deleted >= 1
+    assert set(np.unique(_read(repo)).tolist()) == {-1.0, -2.0}
+    assert repo.fsck(verify=True).ok
+
+
+@pytest.mark.parametrize("damage", ["chunk", "index"])
+def test_fsck_finds_a_damaged_pack_and_names_a_chunk_in_it(
+    make_repo: Callable[..., zarrlake.Repo], tmp_path: Path, damage: str
+) -> None:
+    storage = tmp_path / "objects"
+    repo = make_repo(storage=str(storage))
+    commit = _small(repo, np.arange(4 * 4096, dtype="f4"))
+    (pack,) = _objects(storage)
+    raw = bytearray(pack.read_bytes())
+    raw[100 if damage == "chunk" else -3] ^= 0xFF
+    pack.write_bytes(bytes(raw))
+    report = repo.fsck(verify=True)
+    (issue,) = report.issues
+    assert issue.kind == "corrupt_object"
+    assert issue.hash == pack.name
+    assert issue.commit == commit
+    assert issue.path == "x"
+    if damage == "chunk":
+        with pytest.raises(zarrlake.ChunkCorruptionError):
+            _read(repo)
+
+
+def test_s3_packs_small_chunks_and_reads_them_back(
+    catalog_url: str, s3_options: dict[str, object]
+) -> None:
+    import s3fs
+
+    prefix = f"lake/{uuid.uuid4().hex}"
+    repo = zarrlake.Repo.create(
+        catalog=catalog_url,
+        storage=f"s3://{prefix}",
+        name=f"packs-{uuid.uuid4().hex[:8]}",
+        storage_options=s3_options,
+    )
+    values = np.arange(512 * 4096, dtype="f4")  # 512 chunks of 16 KiB
+    _small(repo, values)
+    fs = s3fs.S3FileSystem(**s3_options)
+    assert len(fs.find(f"{prefix}/chunks")) == 1
+    np.testing.assert_array_equal(_read(repo), values)
+    assert repo.fsck(verify=True).ok
+
+
+def test_packs_need_no_new_object_key_layout() -> None:
+    # a pack is an object of the chunk namespace, so listing, gc and export find it as one
+    assert object_key(b"\x01" * 32).startswith("chunks/01/")
