@@ -15,6 +15,7 @@ from zarrlake.errors import ChunkCorruptionError, StorageError
 from zarrlake.model import ChunkRef
 from zarrlake.objects import LocalObjectStore
 from zarrlake.objects.base import object_key
+from zarrlake.objects.openfiles import OpenFiles
 from zarrlake.objects.packs import OpenPack, PackWriter, parse_pack
 from zarrlake.objects.ranges import RangeCoalescer, plan_ranges
 
@@ -196,3 +197,23 @@ def test_sync_retries_a_pack_that_could_not_be_written(tmp_path: Path) -> None:
     store.sync()
     assert [i.hash for i in store.iter_objects()] == [loc[0]]
     assert store.read_chunk(_ref(h, d, loc)) == d
+
+
+# -- descriptors kept open for range reads -----------------------------------------------------
+
+
+def test_an_evicted_descriptor_in_use_is_closed_only_after_its_reader_is_done(
+    tmp_path: Path,
+) -> None:
+    files = OpenFiles(limit=1)
+    for name in "ab":
+        (tmp_path / name).write_bytes(name.encode() * 10)
+    with files.open(b"a", str(tmp_path / "a")) as fd_a:
+        with files.open(b"b", str(tmp_path / "b")) as fd_b:  # evicts "a", still in use
+            assert os.pread(fd_a, 3, 0) == b"aaa"
+            assert os.pread(fd_b, 3, 0) == b"bbb"
+        assert os.pread(fd_a, 2, 5) == b"aa"
+    with pytest.raises(OSError, match="Bad file descriptor"):
+        os.pread(fd_a, 1, 0)
+    with files.open(b"b", str(tmp_path / "b")) as again:
+        assert again == fd_b  # kept open, reused

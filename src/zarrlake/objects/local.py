@@ -18,6 +18,7 @@ from pathlib import Path
 from zarrlake.errors import ObjectMissingError, StorageError
 from zarrlake.objects.base import ObjectInfo, ObjectStore, object_key
 from zarrlake.objects.flusher import Flusher
+from zarrlake.objects.openfiles import OpenFiles
 
 __all__ = ["LocalObjectStore"]
 
@@ -32,6 +33,7 @@ class LocalObjectStore(ObjectStore):
         self.verify = verify
         self._dirs: set[str] = set()
         self._flusher = Flusher(self.url)
+        self._fds = OpenFiles()
         try:
             (self.root / "chunks").mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -76,6 +78,8 @@ class LocalObjectStore(ObjectStore):
         return True
 
     def read_range(self, h: bytes, start: int | None = None, end: int | None = None) -> bytes:
+        if start is not None and end is not None:
+            return self._pread(h, start, end)
         try:
             with open(self._path(h), "rb") as f:
                 if start is None and end is None:
@@ -83,6 +87,21 @@ class LocalObjectStore(ObjectStore):
                 if start:
                     f.seek(start)
                 return f.read(-1 if end is None else max(0, end - (start or 0)))
+        except FileNotFoundError as exc:
+            raise ObjectMissingError(
+                f"object {h.hex()} is missing from {self.url}; it was deleted outside zarrlake "
+                "or by an unsafe garbage collection. Run repo.fsck()"
+            ) from exc
+        except OSError as exc:
+            raise StorageError(f"cannot read object {h.hex()} from {self.url}: {exc}") from exc
+
+    def _pread(self, h: bytes, start: int, end: int) -> bytes:
+        """A range read on a descriptor kept open (a pack is read a chunk at a time: opening
+        it for each would cost more than the read). Objects never change once named, so a
+        kept descriptor always reads the right bytes, even of an object deleted since."""
+        try:
+            with self._fds.open(h, self._path(h)) as fd:
+                return os.pread(fd, max(0, end - start), start)
         except FileNotFoundError as exc:
             raise ObjectMissingError(
                 f"object {h.hex()} is missing from {self.url}; it was deleted outside zarrlake "

@@ -39,7 +39,7 @@ __all__ = [
 PACK_CHUNK_LIMIT = 256 * 1024
 """Chunks of at most this many bytes (and more than the inline limit) are packed."""
 
-PACK_TARGET = 8 * 1024 * 1024
+PACK_TARGET = 2 * 1024 * 1024
 """A pack is written once it holds this many bytes."""
 
 _MAGIC = b"ZLP1"

@@ -16,7 +16,7 @@ __all__ = ["GAP", "SPAN", "WINDOW", "RangeCoalescer", "plan_ranges"]
 
 WINDOW = 0.002  # seconds a first read waits for neighbours
 GAP = 256 * 1024  # bytes of an unwanted gap worth fetching rather than a second request
-SPAN = 32 * 1024 * 1024  # the most one merged request fetches
+SPAN = 2 * 1024 * 1024  # the most one merged request fetches
 
 Fetch = Callable[[bytes, int, int], Awaitable[bytes]]
 _Wanted = tuple[int, int, "asyncio.Future[bytes]"]
