@@ -28,6 +28,7 @@ POINTS = (
     # a rebase
     "rebase.in_tx",  # inside the transaction that records a rebased session
     # garbage collection
+    "gc.repacked",  # live chunks copied into new durable packs, the moves not recorded yet
     "gc.marked",
     "gc.claimed",
     "gc.delete",  # a batch of claimed objects deleted, its tombstones not written yet

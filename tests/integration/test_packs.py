@@ -5,6 +5,7 @@ fsck finds a damaged pack."""
 
 from __future__ import annotations
 
+import signal
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
@@ -15,9 +16,11 @@ import pytest
 import zarr
 
 import zarrlake
+from tests.integration._gc_workers import gc_with_fault
+from tests.integration._workers import Child
 from zarrlake.objects import PACK_CHUNK_LIMIT
-from zarrlake.objects.packs import PACK_TARGET
 from zarrlake.objects.base import object_key
+from zarrlake.objects.packs import PACK_TARGET
 
 
 def _objects(storage: Path) -> list[Path]:
@@ -86,30 +89,87 @@ def test_chunks_over_the_limit_are_objects_of_their_own(
     np.testing.assert_array_equal(_read(repo), values)
 
 
-def test_gc_keeps_a_pack_while_one_chunk_in_it_is_live_and_drops_it_after(
+def _rewrite(repo: zarrlake.Repo, sl: slice, value: float) -> str:
+    s = repo.writable_session()
+    zarr.open_array(s.store, path="x", mode="r+")[sl] = value
+    return s.commit(f"x[{sl.start}:{sl.stop}] = {value}")
+
+
+def test_gc_keeps_a_pack_while_most_of_it_is_live_and_drops_it_after(
+    make_repo: Callable[..., zarrlake.Repo], tmp_path: Path
+) -> None:
+    storage = tmp_path / "objects"
+    repo = make_repo(storage=str(storage))
+    _small(repo, np.arange(8 * 4096, dtype="f4"))  # 8 chunks of 16 KiB in one pack
+    (pack,) = _objects(storage)
+    _rewrite(repo, slice(0, 3 * 4096), -1)
+    repo.expire(older_than=timedelta(0))
+    report = repo.gc(grace=timedelta(0))
+    assert pack.exists()  # 5 of its 8 chunks are live: kept whole, not repacked
+    assert report.packs_repacked == 0
+    _rewrite(repo, slice(3 * 4096, None), -2)
+    repo.expire(older_than=timedelta(0))
+    report = repo.gc(grace=timedelta(0))
+    assert not pack.exists()
+    assert report.objects_deleted == 1
+    assert set(np.unique(_read(repo)).tolist()) == {-1.0, -2.0}
+    assert repo.fsck(verify=True).ok
+
+
+def test_gc_repacks_a_mostly_dead_pack_and_old_readers_follow_the_moves(
     make_repo: Callable[..., zarrlake.Repo], tmp_path: Path
 ) -> None:
     storage = tmp_path / "objects"
     repo = make_repo(storage=str(storage))
     values = np.arange(8 * 4096, dtype="f4")
-    first = _small(repo, values)
+    _small(repo, values)
     (pack,) = _objects(storage)
-    s = repo.writable_session()  # rewrite all chunks but the last one
-    zarr.open_array(s.store, path="x", mode="r+")[: 7 * 4096] = -1
-    s.commit("rewrite seven of eight")
-    repo.expire(older_than=timedelta(0))  # the first commit goes; its pack still holds chunk 7
-    assert first not in [c.id for c in repo.log()]
-    repo.gc(grace=timedelta(0))
-    assert pack.exists()
-    s = repo.writable_session()
-    zarr.open_array(s.store, path="x", mode="r+")[7 * 4096 :] = -2
-    s.commit("rewrite the last one")
+    _rewrite(repo, slice(0, 7 * 4096), -1)  # one chunk of eight stays live in the first pack
+    reader = repo.readonly_session()  # resolved its refs before the repack
+    writer = repo.writable_session()
     repo.expire(older_than=timedelta(0))
     report = repo.gc(grace=timedelta(0))
+    assert report.packs_repacked == 1
     assert not pack.exists()
-    assert report.objects_deleted >= 1
-    assert set(np.unique(_read(repo)).tolist()) == {-1.0, -2.0}
+    assert max(p.stat().st_size for p in _objects(storage)) <= 7 * 4096 * 4 + 1024
+    expected = np.full(8 * 4096, -1, dtype="f4")
+    expected[7 * 4096 :] = values[7 * 4096 :]
+    np.testing.assert_array_equal(_read(repo), expected)
+    np.testing.assert_array_equal(zarr.open_array(reader.store, path="x", mode="r")[:], expected)
+    # a session begun before the repack rewrites the same bytes: its row names the old pack
+    zarr.open_array(writer.store, path="x", mode="r+")[7 * 4096 :] = values[7 * 4096 :]
+    zarr.open_array(writer.store, path="x", mode="r+")[:4096] = 5
+    writer.commit("rewrite the moved chunk with its own bytes")  # not refused: it was moved
+    expected[:4096] = 5
+    np.testing.assert_array_equal(_read(repo), expected)
     assert repo.fsck(verify=True).ok
+    # once no ref names the old pack, its moves are forgotten
+    _rewrite(repo, slice(7 * 4096, None), -3)
+    repo.expire(older_than=timedelta(0))
+    repo.gc(grace=timedelta(0))
+    assert repo._core.catalog.moves(repo._core.repo_id) == {}
+    assert repo.fsck(verify=True).ok
+
+
+@pytest.mark.slow
+def test_gc_killed_after_repacking_then_rerun_completes(
+    make_repo: Callable[..., zarrlake.Repo], tmp_path: Path, catalog_url: str
+) -> None:
+    storage = tmp_path / "objects"
+    repo = make_repo(storage=str(storage))
+    _small(repo, np.arange(8 * 4096, dtype="f4"))
+    _rewrite(repo, slice(0, 7 * 4096), -1)
+    repo.expire(older_than=timedelta(0))
+    expected = _read(repo)
+    child = Child(gc_with_fault, catalog_url, repo.name, "repacked").start()
+    child.proc.join(timeout=120)
+    assert child.proc.exitcode == -signal.SIGKILL
+    assert len(_objects(storage)) == 3  # the killed run's new pack: garbage, no move recorded
+    report = repo.gc(grace=timedelta(0))
+    assert report.packs_repacked == 1
+    np.testing.assert_array_equal(_read(repo), expected)
+    assert repo.fsck(verify=True).ok
+    assert len(_objects(storage)) == 2  # the second pack and the rerun's new one
 
 
 @pytest.mark.parametrize("damage", ["chunk", "index"])

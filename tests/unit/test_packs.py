@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from zarrlake.errors import ChunkCorruptionError, StorageError
+from zarrlake.errors import CatalogError, ChunkCorruptionError, StorageError
+from zarrlake.maintenance.reach import Reach
 from zarrlake.model import ChunkRef
 from zarrlake.objects import LocalObjectStore
 from zarrlake.objects.base import object_key
@@ -217,3 +218,23 @@ def test_an_evicted_descriptor_in_use_is_closed_only_after_its_reader_is_done(
         os.pread(fd_a, 1, 0)
     with files.open(b"b", str(tmp_path / "b")) as again:
         assert again == fd_b  # kept open, reused
+
+
+# -- the live set follows gc's moves -----------------------------------------------------------
+
+
+def test_live_packed_chunks_are_found_where_gc_moved_them_through_a_chain() -> None:
+    p, q, r = (bytes([i]) * 32 for i in (1, 2, 3))
+    reach = Reach(moves={(p, 0): (q, 100), (q, 100): (r, 7)})
+    live: set[bytes] = set()
+    reach.add_packed([(p, 0, 50, b"h" * 32), (p, 50, 10, b"i" * 32)], live)
+    assert live == {r, p}  # the moved chunk lives in r; the other one never moved
+    assert reach.packed == {r: {7: (50, b"h" * 32)}, p: {50: (10, b"i" * 32)}}
+    assert reach.named_packs == {p, q, r}  # every hop keeps its moves
+
+
+def test_moves_that_loop_are_a_catalog_error() -> None:
+    p, q = b"\x01" * 32, b"\x02" * 32
+    reach = Reach(moves={(p, 0): (q, 0), (q, 0): (p, 0)})
+    with pytest.raises(CatalogError, match="do not end"):
+        reach.add_packed([(p, 0, 1, b"h" * 32)], set())

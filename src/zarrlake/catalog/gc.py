@@ -11,7 +11,7 @@ import sqlalchemy as sa
 import zarrlake.catalog.dialect as dia
 from zarrlake.catalog.base import CatalogBase
 from zarrlake.catalog.rows import batches
-from zarrlake.catalog.schema import blobs, commits, gc_marks, refs, sessions, staged
+from zarrlake.catalog.schema import blobs, commits, gc_marks, moved, refs, sessions, staged
 from zarrlake.errors import ObjectMissingError
 
 __all__ = ["GcQueries"]
@@ -42,15 +42,20 @@ class GcQueries(CatalogBase):
                 ).scalars()
         return deleted
 
-    def live_staged(self, repo_id: int) -> tuple[set[bytes], set[bytes], set[bytes]]:
-        """(chunk objects, packs, blob hashes) staged by open, unexpired sessions: gc roots."""
+    def live_staged(
+        self, repo_id: int
+    ) -> tuple[set[bytes], list[tuple[bytes, int, int, bytes]], set[bytes]]:
+        """What open, unexpired sessions stage (gc roots): chunk objects, packed chunks as
+        (pack, offset, length, hash), and metadata blobs."""
         with self.tx() as conn:
             now = self.now(conn)
             rows = conn.execute(
                 sa.select(
                     staged.c.kind,
                     staged.c.hash,
+                    staged.c.length,
                     staged.c.pack,
+                    staged.c.pack_offset,
                     staged.c.inline.is_(None).label("obj"),
                 )
                 .select_from(staged.join(sessions, sessions.c.id == staged.c.session_id))
@@ -63,9 +68,51 @@ class GcQueries(CatalogBase):
             ).all()
         chunks = [r for r in rows if r.kind in ("chunk", "raw") and r.obj]
         objects = {bytes(r.hash) for r in chunks if r.pack is None}
-        packs = {bytes(r.pack) for r in chunks if r.pack is not None}
+        packed = [
+            (bytes(r.pack), int(r.pack_offset), int(r.length), bytes(r.hash))
+            for r in chunks
+            if r.pack is not None
+        ]
         metas = {bytes(r.hash) for r in rows if r.kind == "meta"}
-        return objects, packs, metas
+        return objects, packed, metas
+
+    def moves(self, repo_id: int) -> dict[tuple[bytes, int], tuple[bytes, int]]:
+        """Every packed chunk gc moved: (pack, offset) -> (new pack, new offset)."""
+        with self.tx() as conn:
+            rows = conn.execute(sa.select(moved).where(moved.c.repo_id == repo_id)).all()
+        return {
+            (bytes(r.pack), int(r.pack_offset)): (bytes(r.new_pack), int(r.new_offset))
+            for r in rows
+        }
+
+    def moved_to(self, repo_id: int, pack: bytes, offset: int) -> tuple[bytes, int] | None:
+        """Where gc moved one packed chunk, if it did."""
+        with self.tx() as conn:
+            r = conn.execute(
+                sa.select(moved.c.new_pack, moved.c.new_offset).where(
+                    moved.c.repo_id == repo_id, moved.c.pack == pack, moved.c.pack_offset == offset
+                )
+            ).first()
+        return None if r is None else (bytes(r.new_pack), int(r.new_offset))
+
+    def record_moves(self, repo_id: int, rows: Sequence[tuple[bytes, int, bytes, int]]) -> None:
+        """Record packed chunks moved to new packs (already durable), in one transaction."""
+        ins = dia.insert_ignore(moved, self.dialect)
+        values = [
+            {"repo_id": repo_id, "pack": p, "pack_offset": o, "new_pack": q, "new_offset": n}
+            for p, o, q, n in rows
+        ]
+        with self.tx(write=True) as conn:
+            for batch in batches(values):
+                conn.execute(ins, list(batch))
+
+    def forget_moves(self, repo_id: int, packs: Sequence[bytes]) -> None:
+        """Drop the moves out of packs that no ref names any more."""
+        for batch in batches(sorted(packs)):
+            with self.tx(write=True) as conn:
+                conn.execute(
+                    sa.delete(moved).where(moved.c.repo_id == repo_id, moved.c.pack.in_(batch))
+                )
 
     def blob_index(self, repo_id: int) -> dict[bytes, tuple[str, int]]:
         """Every catalog node of a repo: hash -> (kind, size in bytes)."""
@@ -316,6 +363,11 @@ class GcQueries(CatalogBase):
                 staged.c.inline.is_(None),
                 m.c.repo_id == repo_id,
                 m.c.kind == "object",
+                ~sa.exists().where(  # a packed chunk gc moved elsewhere is still readable
+                    moved.c.repo_id == repo_id,
+                    moved.c.pack == staged.c.pack,
+                    moved.c.pack_offset == staged.c.pack_offset,
+                ),
                 sa.or_(
                     m.c.state == "deleting",
                     sa.and_(m.c.state == "deleted", m.c.deleted_at >= began),

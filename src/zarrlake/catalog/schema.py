@@ -152,6 +152,20 @@ gc_marks = sa.Table(
 )
 
 
+# A packed chunk gc moved out of a mostly dead pack (version 4): a read of (pack, pack_offset)
+# that finds the pack gone follows the row to (new_pack, new_offset). gc deletes the rows of a
+# pack once no ref names it. See docs/architecture.md, "Packs".
+moved = sa.Table(
+    "zl_moved",
+    metadata,
+    sa.Column("repo_id", sa.Integer, primary_key=True),
+    sa.Column("pack", Hash, primary_key=True),
+    sa.Column("pack_offset", sa.BigInteger, primary_key=True),
+    sa.Column("new_pack", Hash, nullable=False),
+    sa.Column("new_offset", sa.BigInteger, nullable=False),
+)
+
+
 # Idempotency keys of commits (version 3): a commit carrying a key already recorded on its branch
 # returns the recorded commit instead of committing again (retried Spark jobs, stream batches).
 commit_keys = sa.Table(
@@ -182,6 +196,7 @@ def _v4_packs(conn: sa.Connection) -> None:
         column = staged.c[name]
         kind = column.type.compile(dialect=conn.dialect)
         conn.execute(sa.text(f"ALTER TABLE {staged.name} ADD COLUMN {name} {kind}"))
+    moved.create(conn, checkfirst=True)
 
 
 # version -> function upgrading a catalog from version-1 to version, inside one transaction.

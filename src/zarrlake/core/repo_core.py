@@ -8,6 +8,8 @@ is never served from a stale cache.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import os
 import threading
 from dataclasses import dataclass
@@ -17,6 +19,8 @@ from typing import Any
 from zarrlake.catalog import Catalog, catalog_for
 from zarrlake.catalog.dialect import sqlite_file
 from zarrlake.core.reader import CatalogReader
+from zarrlake.errors import ObjectMissingError
+from zarrlake.model import ChunkRef
 from zarrlake.objects import ObjectStore, open_object_store
 from zarrlake.types import RepoConfig
 
@@ -54,6 +58,35 @@ class RepoCore:
     def key(self) -> tuple[Any, ...]:
         """Identifies this repo incarnation in this process (sessions are cached by it)."""
         return (*self.config.key(), self.catalog.catalog_id, self.repo_id)
+
+    def read_chunk(self, ref: ChunkRef, start: int | None = None, end: int | None = None) -> bytes:
+        """A chunk stored as an object or in a pack, verified; a packed chunk whose pack gc
+        replaced is read where gc moved it (the catalog is asked only then)."""
+        try:
+            return self.objects.read_chunk(ref, start, end)
+        except ObjectMissingError:
+            moved = self._moved(ref)
+            if moved is None:
+                raise
+        return self.read_chunk(moved, start, end)
+
+    async def read_chunk_async(
+        self, ref: ChunkRef, start: int | None = None, end: int | None = None
+    ) -> bytes:
+        """Async version of :meth:`read_chunk`."""
+        try:
+            return await self.objects.read_chunk_async(ref, start, end)
+        except ObjectMissingError:
+            moved = await asyncio.to_thread(self._moved, ref)
+            if moved is None:
+                raise
+        return await self.read_chunk_async(moved, start, end)
+
+    def _moved(self, ref: ChunkRef) -> ChunkRef | None:
+        if ref.pack is None:
+            return None
+        found = self.catalog.moved_to(self.repo_id, ref.pack, ref.offset)
+        return None if found is None else dataclasses.replace(ref, pack=found[0], offset=found[1])
 
 
 def resolve_storage(catalog_url: str, storage: str) -> str:

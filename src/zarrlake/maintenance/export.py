@@ -12,7 +12,6 @@ from zarrlake.maintenance.progress import progress_bar
 from zarrlake.maintenance.reports import ExportReport
 from zarrlake.model import iter_manifest
 from zarrlake.model.metadata import format_chunk_key
-from zarrlake.objects import ObjectStore
 
 if TYPE_CHECKING:
     from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
@@ -68,7 +67,7 @@ async def _write_copy(
     store: Store,
     chunks: list[tuple[str, Any]],
     metas: list[tuple[str, bytes]],
-    objects: ObjectStore,
+    core: RepoCore,
     overwrite: bool,
     bar: tqdm[Any],
 ) -> int:
@@ -91,7 +90,7 @@ async def _write_copy(
             data = (
                 ref.inline
                 if ref.inline is not None
-                else await asyncio.to_thread(objects.read_chunk, ref)
+                else await asyncio.to_thread(core.read_chunk, ref)
             )
             await store.set(key, proto.buffer.from_bytes(data))
             written += len(data)
@@ -134,5 +133,5 @@ def export(
                 chunks.append((prefix + format_chunk_key(coords, nm.encoding), cref))
     chunks += sorted(root.raw.items())
     with progress_bar(progress, len(chunks), f"export {commit[:10]}") as bar:
-        size = sync(_write_copy(store, chunks, metas, core.objects, overwrite, bar))
+        size = sync(_write_copy(store, chunks, metas, core, overwrite, bar))
     return ExportReport(commit, label, len(metas), len(chunks), size)

@@ -83,9 +83,11 @@ def fsck(core: RepoCore, *, verify: bool, progress: bool | None) -> FsckReport:
     """Check that every object and catalog node that a commit or open session references
     exists (and, with ``verify``, that every object's bytes match its hash)."""
     cat, objects = core.catalog, core.objects
-    staged_objects, staged_packs, staged_metas = cat.live_staged(core.repo_id)
+    staged_objects, staged_packed, staged_metas = cat.live_staged(core.repo_id)
     commits = cat.all_commits(core.repo_id)
     reach = reachable_from(core, commits, progress)
+    staged_packs: set[bytes] = set()
+    reach.add_packed(staged_packed, staged_packs)
     nodes = cat.blob_index(core.repo_id)
     wanted_nodes = reach.nodes | staged_metas
     issues = [
@@ -99,7 +101,7 @@ def fsck(core: RepoCore, *, verify: bool, progress: bool | None) -> FsckReport:
             present.add(info.hash)
             bar.update(1)
     reachable = reach.committed | staged_objects | staged_packs
-    packs = reach.packs | staged_packs
+    packs = reach.packs
     problems = {h: "missing_object" for h in reachable if h not in present}
     if verify:
         todo = sorted(reachable & present)

@@ -14,8 +14,9 @@ from zarrlake.errors import InvalidInputError
 from zarrlake.faults import crash_point
 from zarrlake.maintenance.progress import progress_bar
 from zarrlake.maintenance.reach import live_set
+from zarrlake.maintenance.repack import mostly_dead, repack
 from zarrlake.maintenance.reports import GCReport
-from zarrlake.objects import ObjectStore
+from zarrlake.objects import ObjectInfo, ObjectStore
 
 __all__ = ["gc"]
 
@@ -43,20 +44,27 @@ def gc(core: RepoCore, grace: timedelta, *, dry_run: bool, progress: bool | None
     g = grace.total_seconds()
     cat, objects, rid = core.catalog, core.objects, core.repo_id
 
-    # Phase 1, mark: record what is unreachable now, with the catalog's clock.
+    # Phase 1, mark: record what is unreachable now, with the catalog's clock. Mostly dead
+    # packs are repacked first, so that the packs they leave are found unreachable here.
     live = live_set(core, progress)
     with progress_bar(progress, None, "listing objects") as bar:
-        listing: dict[bytes, int] = {}
+        infos: dict[bytes, ObjectInfo] = {}
         for info in objects.iter_objects():
-            listing[info.hash] = info.size
+            infos[info.hash] = info
             bar.update(1)
+    listing = {h: info.size for h, info in infos.items()}
+    to_repack = mostly_dead(live, infos, time.time() - g)
+    repacked = 0
+    if to_repack and not dry_run:
+        repacked = repack(core, live, to_repack, progress)
+        live = live_set(core, progress)
     nodes = cat.blob_index(rid)
     dead_objects = {h: n for h, n in listing.items() if h not in live.objects}
     dead_nodes = {h: n for h, (_, n) in nodes.items() if h not in live.nodes}
     marks = {h: (state, at) for h, state, _, at in cat.gc_marks(rid, "object")}
     node_marks = {h: at for h, _, _, at in cat.gc_marks(rid, "blob")}
     if dry_run:
-        return _dry_run(core, g, dead_objects, dead_nodes, marks, node_marks)
+        return _dry_run(core, g, dead_objects, dead_nodes, marks, node_marks, len(to_repack))
     cat.gc_mark(
         rid,
         [("object", h, n) for h, n in dead_objects.items() if h not in marks]
@@ -110,6 +118,8 @@ def gc(core: RepoCore, grace: timedelta, *, dry_run: bool, progress: bool | None
             rid, [h for h in ripe_nodes if h not in now_live.nodes], g
         )
     cat.gc_purge_tombstones(rid)
+    # Moves out of packs that no ref names any more will never be followed again.
+    cat.forget_moves(rid, sorted({p for p, _ in live.moves} - live.named_packs))
     # A writer writes a temporary file and renames it in milliseconds: one that is an hour old
     # (or older than the grace) was left by a killed process.
     objects.remove_stale_temporaries(time.time() - max(g, _TEMP_FILE_AGE))
@@ -121,6 +131,7 @@ def gc(core: RepoCore, grace: timedelta, *, dry_run: bool, progress: bool | None
         node_bytes_freed=node_bytes,
         objects_pending=max(0, len(dead_objects) - freed_objects),
         nodes_pending=max(0, len(dead_nodes) - len(deleted_nodes)),
+        packs_repacked=repacked,
     )
 
 
@@ -131,6 +142,7 @@ def _dry_run(
     dead_nodes: dict[bytes, int],
     marks: dict[bytes, tuple[str, float]],
     node_marks: dict[bytes, float],
+    repackable: int,
 ) -> GCReport:
     cutoff = core.catalog.clock() - g
 
@@ -151,6 +163,7 @@ def _dry_run(
         node_bytes_freed=sum(nodes.values()),
         objects_pending=len(dead_objects) - len(objs),
         nodes_pending=len(dead_nodes) - len(nodes),
+        packs_repacked=repackable,
         dry_run=True,
     )
 

@@ -13,6 +13,7 @@ from zarrlake.core import RepoCore
 from zarrlake.errors import CatalogError
 from zarrlake.maintenance.progress import progress_bar
 from zarrlake.model import NODE_KIND, IndexNode, ManifestIndex, Root, Shard
+from zarrlake.model.manifest import OBJECT
 
 __all__ = ["Reach", "hash_rows", "live_set", "reachable_from"]
 
@@ -30,12 +31,34 @@ class Reach:
     committed: set[bytes] = field(default_factory=set)  # objects referenced by commits
     staged: set[bytes] = field(default_factory=set)  # objects staged by open sessions
     packs: set[bytes] = field(default_factory=set)  # which of those objects are packs
+    # where the live packed chunks are, moves followed: pack -> offset -> (length, hash)
+    packed: dict[bytes, dict[int, tuple[int, bytes]]] = field(default_factory=dict)
+    named_packs: set[bytes] = field(default_factory=set)  # packs refs name, moves' hops too
+    moves: dict[tuple[bytes, int], tuple[bytes, int]] = field(default_factory=dict)
     nodes: set[bytes] = field(default_factory=set)  # catalog nodes referenced
     missing: dict[bytes, str] = field(default_factory=dict)  # referenced nodes not found
 
     @property
     def objects(self) -> set[bytes]:
         return self.committed | self.staged
+
+    def add_packed(
+        self, entries: Iterable[tuple[bytes, int, int, bytes]], into: set[bytes]
+    ) -> None:
+        """Packed chunks (pack, offset, length, hash) that refs name: live where gc moved
+        them (``moves``), and their packs into ``into``."""
+        for pack, offset, length, h in entries:
+            for _ in range(64):  # a chain of moves: each gc run may move a chunk once
+                self.named_packs.add(pack)
+                nxt = self.moves.get((pack, offset))
+                if nxt is None:
+                    break
+                pack, offset = nxt
+            else:
+                raise CatalogError(f"the moves of pack {pack.hex()} do not end")
+            self.packed.setdefault(pack, {})[offset] = (length, h)
+            into.add(pack)
+            self.packs.add(pack)
 
 
 def _load(core: RepoCore, hashes: Iterable[bytes], kind: str, reach: Reach) -> Iterator[bytes]:
@@ -51,7 +74,7 @@ def _load(core: RepoCore, hashes: Iterable[bytes], kind: str, reach: Reach) -> I
 
 def reachable_from(core: RepoCore, commits: Sequence[CommitRow], show: bool | None) -> Reach:
     """Walk roots, manifest indexes and shards of ``commits`` (each distinct node once)."""
-    reach = Reach()
+    reach = Reach(moves=core.catalog.moves(core.repo_id))
     roots = {c.root_hash for c in commits}
     reach.nodes |= roots | {c.changes_hash for c in commits if c.changes_hash is not None}
     indexes: set[bytes] = set()
@@ -82,8 +105,8 @@ def reachable_from(core: RepoCore, commits: Sequence[CommitRow], show: bool | No
         for i in range(0, len(ordered), 64):  # shards are large: a few at a time
             for data in _load(core, ordered[i : i + 64], "shard", reach):
                 shard = Shard.decode(data)
-                reach.committed.update(shard.object_ids())
-                reach.packs.update(shard.pack_ids())
+                reach.committed.update(hash_rows(shard.hashes[shard.kinds == OBJECT]))
+                reach.add_packed(shard.packed_entries(), reach.committed)
                 bar.update(1)
     return reach
 
@@ -94,7 +117,7 @@ def live_set(core: RepoCore, show: bool | None) -> Reach:
     Staged rows are read before commits: a write staged after the first read is committed
     (so seen by the second) or still staged (and then protected by the commit-side check).
     """
-    staged_objects, staged_packs, staged_metas = core.catalog.live_staged(core.repo_id)
+    staged_objects, staged_packed, staged_metas = core.catalog.live_staged(core.repo_id)
     reach = reachable_from(core, core.catalog.all_commits(core.repo_id), show)
     if reach.missing:
         some = ", ".join(f"{k} {h.hex()[:12]}" for h, k in list(reach.missing.items())[:5])
@@ -102,7 +125,7 @@ def live_set(core: RepoCore, show: bool | None) -> Reach:
             f"gc stopped before deleting anything: catalog nodes referenced by commits are "
             f"missing ({some}); the live set cannot be known. Run repo.fsck()"
         )
-    reach.staged |= staged_objects | staged_packs
-    reach.packs |= staged_packs
+    reach.staged |= staged_objects
+    reach.add_packed(staged_packed, reach.staged)
     reach.nodes |= staged_metas
     return reach

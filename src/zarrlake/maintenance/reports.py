@@ -21,6 +21,7 @@ class GCReport:
     objects_pending: int = 0
     nodes_pending: int = 0
     dry_run: bool = False
+    packs_repacked: int = 0  # mostly dead packs whose live chunks were copied to new packs
 
     @property
     def deleted(self) -> int:
@@ -36,7 +37,8 @@ class GCReport:
         return (
             f"<GCReport {verb} {self.objects_deleted} objects ({self.object_bytes_freed} B) and "
             f"{self.nodes_deleted} catalog nodes ({self.node_bytes_freed} B); pending: "
-            f"{self.objects_pending} objects, {self.nodes_pending} nodes>"
+            f"{self.objects_pending} objects, {self.nodes_pending} nodes; "
+            f"{'repackable' if self.dry_run else 'repacked'}: {self.packs_repacked} packs>"
         )
 
     def _repr_html_(self) -> str:

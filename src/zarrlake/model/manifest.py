@@ -169,6 +169,14 @@ class Shard:
         """The packs this shard's packed chunks live in."""
         return {self.blob[o : o + 32] for o in self.offsets[self.kinds == PACKED].tolist()}
 
+    def packed_entries(self) -> list[tuple[bytes, int, int, bytes]]:
+        """(pack, offset, length, chunk hash) of every packed chunk."""
+        out = []
+        for i in np.nonzero(self.kinds == PACKED)[0].tolist():
+            pack, at = _PACKED.unpack_from(self.blob, int(self.offsets[i]))
+            out.append((pack, at, int(self.lengths[i]), self.hashes[i].tobytes()))
+        return out
+
     def object_id_at(self, i: int) -> bytes | None:
         """The object row ``i`` lives in (``None`` for inline bytes)."""
         kind = self.kinds[i]

@@ -123,7 +123,10 @@ class ObjectStore(ABC):
             return self.read(ref.hash, start, end)
         data = self._packs.read(ref.pack, ref.offset, ref.length)
         if data is None:
-            data = self.read_range(ref.pack, ref.offset, ref.offset + ref.length)
+            end_at = ref.offset + ref.length
+            data = self.read_range(ref.pack, ref.offset, end_at)
+            if not self._intact(ref, data) and self._reopen(ref.pack):
+                data = self.read_range(ref.pack, ref.offset, end_at)
         return self._packed(ref, data)[start:end]
 
     async def read_chunk_async(
@@ -135,12 +138,25 @@ class ObjectStore(ABC):
             return await self.read_async(ref.hash, start, end)
         data = self._packs.read(ref.pack, ref.offset, ref.length)
         if data is None:
-            data = await self._ranges.read(ref.pack, ref.offset, ref.offset + ref.length)
+            end_at = ref.offset + ref.length
+            data = await self._ranges.read(ref.pack, ref.offset, end_at)
+            if not self._intact(ref, data) and self._reopen(ref.pack):
+                data = await self._ranges.read(ref.pack, ref.offset, end_at)
         return self._packed(ref, data)[start:end]
+
+    def _reopen(self, h: bytes) -> bool:
+        """Drop whatever this store keeps open of object ``h`` (it may have been replaced);
+        whether there was anything, so that a read is worth trying again."""
+        return False
+
+    def _intact(self, ref: ChunkRef, data: bytes) -> bool:
+        return len(data) == ref.length and (
+            not self.verify or hashlib.sha256(data).digest() == ref.hash
+        )
 
     def _packed(self, ref: ChunkRef, data: bytes) -> bytes:
         assert ref.pack is not None
-        if len(data) != ref.length or (self.verify and hashlib.sha256(data).digest() != ref.hash):
+        if not self._intact(ref, data):
             raise ChunkCorruptionError(
                 f"chunk {ref.hash.hex()} at offset {ref.offset} of pack {ref.pack.hex()} in "
                 f"{self.url} does not match its hash (read {len(data)} of {ref.length} bytes); "

@@ -110,6 +110,9 @@ class LocalObjectStore(ObjectStore):
         except OSError as exc:
             raise StorageError(f"cannot read object {h.hex()} from {self.url}: {exc}") from exc
 
+    def _reopen(self, h: bytes) -> bool:
+        return self._fds.forget(h)
+
     def exists(self, h: bytes) -> bool:
         return os.path.exists(self._path(h))
 

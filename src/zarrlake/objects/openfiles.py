@@ -62,6 +62,18 @@ class OpenFiles:
             self.users[fd] = self.users.get(fd, 0) + 1
             return fd
 
+    def forget(self, key: bytes) -> bool:
+        """Stop keeping ``key``'s descriptor (the file was replaced); whether one was kept."""
+        with self.lock:
+            fd = self.fds.pop(key, None)
+            if fd is None:
+                return False
+            if fd in self.users:
+                self.evicted.add(fd)
+            else:
+                os.close(fd)
+            return True
+
     def _forget(self) -> None:
         for fd in self.fds.values():
             with contextlib.suppress(OSError):

@@ -200,7 +200,7 @@ class Session(ABC):
                     "corrupt. Run repo.fsck(verify=True)"
                 )
             return ref.inline[start:end] if start is not None or end is not None else ref.inline
-        return self._core.objects.read_chunk(ref, start, end)
+        return self._core.read_chunk(ref, start, end)
 
     @property
     def async_reads(self) -> bool:
@@ -214,7 +214,7 @@ class Session(ABC):
         """Async version of :meth:`read_ref`."""
         if ref.inline is not None:
             return self.read_ref(ref, start, end)
-        return await self._core.objects.read_chunk_async(ref, start, end)
+        return await self._core.read_chunk_async(ref, start, end)
 
     def iter_keys(self, prefix: str = "") -> Iterator[str]:
         """Every key of the view under ``prefix`` (a plain string prefix, as zarr means it)."""
