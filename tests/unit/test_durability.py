@@ -81,14 +81,15 @@ class RecordingCatalog:
 
 
 class RecordingObjects:
-    def __init__(self, events: list[str]) -> None:
+    def __init__(self, events: list[str], open_pack: bytes | None = None) -> None:
         self.events = events
+        self.pack = open_pack
 
     def open_pack(self) -> bytes | None:
-        return None
+        return self.pack
 
     def sync(self, *, seal: bool = True) -> None:
-        self.events.append("durable")
+        self.events.append("durable" if seal else "durable, pack kept open")
 
 
 def _stager(events: list[str]) -> Stager:
@@ -101,6 +102,24 @@ def test_rows_naming_objects_are_staged_after_their_objects_are_durable() -> Non
     stager.submit(PutRow(StagedRow("a", "chunk", "0", b"h" * 32, 4096, None)))
     stager.flush()
     assert events == ["durable", "stage chunk"]
+
+
+def _packed_row(key: str, pack: bytes) -> PutRow:
+    return PutRow(StagedRow("a", "chunk", key, b"h" * 32, 4096, None, pack, 0))
+
+
+def test_rows_naming_the_open_pack_wait_until_a_flush_and_others_go_ahead() -> None:
+    events: list[str] = []
+    objects = RecordingObjects(events, open_pack=b"open" * 8)
+    stager = Stager(RecordingCatalog(events), "s", objects, hold_packed=True)  # type: ignore[arg-type]
+    written = stager.submit(_packed_row("0", b"done" * 8))
+    held = stager.submit(_packed_row("1", b"open" * 8))
+    written.result(timeout=5)
+    assert events == ["durable, pack kept open", "stage chunk"]
+    assert not held.done()
+    stager.flush()  # a waiter: the open pack is written with its rows
+    assert events[2:] == ["durable", "stage chunk"]
+    assert held.done()
 
 
 def test_rows_kept_in_the_catalog_wait_for_no_flush() -> None:
