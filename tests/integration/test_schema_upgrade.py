@@ -89,3 +89,19 @@ def test_v1_catalog_is_upgraded_and_keeps_its_data(private_catalog: str, tmp_pat
     retry = again.writable_session()
     zarr.open_array(retry.store, path="a", mode="r+")[:128] = 2
     assert retry.commit("keyed", idempotency_key="k") == first
+
+
+def test_postgresql_compresses_catalog_nodes_with_lz4(private_catalog: str, tmp_path: Path) -> None:
+    if not private_catalog.startswith("postgresql"):
+        pytest.skip("a PostgreSQL column setting")
+    zarrlake.Repo.create(catalog=private_catalog, storage=str(tmp_path / "objects"))
+    engine = sa.create_engine(private_catalog)
+    with engine.connect() as conn:
+        method = conn.execute(
+            sa.text(
+                "SELECT attcompression FROM pg_attribute "
+                "WHERE attrelid = 'zl_blobs'::regclass AND attname = 'data'"
+            )
+        ).scalar()
+    engine.dispose()
+    assert method == "l"  # lz4: pglz cost about 3.5 ms of a one-chunk commit

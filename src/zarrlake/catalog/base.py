@@ -25,6 +25,7 @@ from zarrlake.catalog.schema import (
     refs,
     repos,
     staged,
+    tune_storage,
 )
 from zarrlake.errors import (
     AlreadyExistsError,
@@ -211,6 +212,7 @@ class CatalogBase:
             with self.tx(write=True) as conn:
                 dia.schema_lock(conn)
                 metadata.create_all(conn, checkfirst=True)
+                tune_storage(conn)
                 conn.execute(
                     dia.insert_ignore(info, self.dialect),
                     [
@@ -253,8 +255,6 @@ class CatalogBase:
                 v += 1
             conn.execute(sa.update(info).where(info.c.key == "schema_version").values(value=str(v)))
         return v
-
-    # -- repos ---------------------------------------------------------------------------------
 
     # -- repos ---------------------------------------------------------------------------------
 
