@@ -87,13 +87,8 @@ class LocalObjectStore(ObjectStore):
                 if start:
                     f.seek(start)
                 return f.read(-1 if end is None else max(0, end - (start or 0)))
-        except FileNotFoundError as exc:
-            raise ObjectMissingError(
-                f"object {h.hex()} is missing from {self.url}; it was deleted outside zarrlake "
-                "or by an unsafe garbage collection. Run repo.fsck()"
-            ) from exc
         except OSError as exc:
-            raise StorageError(f"cannot read object {h.hex()} from {self.url}: {exc}") from exc
+            raise self._read_error(h, exc) from exc
 
     def _pread(self, h: bytes, start: int, end: int) -> bytes:
         """A range read on a descriptor kept open (a pack is read a chunk at a time: opening
@@ -102,13 +97,16 @@ class LocalObjectStore(ObjectStore):
         try:
             with self._fds.open(h, self._path(h)) as fd:
                 return os.pread(fd, max(0, end - start), start)
-        except FileNotFoundError as exc:
-            raise ObjectMissingError(
+        except OSError as exc:
+            raise self._read_error(h, exc) from exc
+
+    def _read_error(self, h: bytes, exc: OSError) -> Exception:
+        if isinstance(exc, FileNotFoundError):
+            return ObjectMissingError(
                 f"object {h.hex()} is missing from {self.url}; it was deleted outside zarrlake "
                 "or by an unsafe garbage collection. Run repo.fsck()"
-            ) from exc
-        except OSError as exc:
-            raise StorageError(f"cannot read object {h.hex()} from {self.url}: {exc}") from exc
+            )
+        return StorageError(f"cannot read object {h.hex()} from {self.url}: {exc}")
 
     def _reopen(self, h: bytes) -> bool:
         return self._fds.forget(h)
