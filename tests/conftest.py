@@ -112,3 +112,13 @@ def s3_options(s3_endpoint: str) -> dict[str, object]:
         "client_kwargs": {"region_name": "us-east-1"},
         "skip_instance_cache": True,
     }
+
+
+@pytest.fixture
+def packs_by_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Packs written only when full or at a flush: on a loaded machine, rows held for their
+    pack could otherwise wait long enough to have it written early (one pack more), which
+    tests that count packs must not see."""
+    from zarrlake.session.stager import Stager
+
+    monkeypatch.setattr(Stager, "PACK_LINGER", 600.0)

@@ -152,6 +152,7 @@ def test_fsck_of_a_healthy_repo_is_ok(make_repo: Callable[..., zarrlake.Repo]) -
     assert report.commits_checked == 2
 
 
+@pytest.mark.usefixtures("packs_by_size")
 def test_fsck_finds_a_deleted_and_a_corrupted_chunk(
     make_repo: Callable[..., zarrlake.Repo],
 ) -> None:

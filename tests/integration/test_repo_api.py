@@ -36,6 +36,7 @@ def _read(repo: zarrlake.Repo, path: str = "a", **ref: str) -> np.ndarray:
     return np.asarray(zarr.open_array(repo.readonly_session(**ref).store, path=path, mode="r")[:])
 
 
+@pytest.mark.usefixtures("packs_by_size")
 def test_embedded_default_creates_sqlite_catalog_and_chunk_dir(tmp_path: Path) -> None:
     repo = zarrlake.Repo.create(tmp_path / "lake")
     _write(repo, np.random.default_rng(0).random(400), chunks=100)
@@ -198,6 +199,7 @@ def test_overwriting_an_array_drops_its_old_chunks(make_repo: Callable[..., zarr
     assert sorted(keys) == ["a/c/0", "a/c/1", "a/zarr.json"]
 
 
+@pytest.mark.usefixtures("packs_by_size")
 def test_tiny_chunks_are_inline_small_ones_packed_and_large_ones_objects(
     make_repo: Callable[..., zarrlake.Repo], tmp_path: Path
 ) -> None:
@@ -216,6 +218,7 @@ def test_tiny_chunks_are_inline_small_ones_packed_and_large_ones_objects(
     assert entry.length == 128 * 8
 
 
+@pytest.mark.usefixtures("packs_by_size")
 def test_corrupt_chunk_raises_and_missing_chunk_is_reported(
     make_repo: Callable[..., zarrlake.Repo],
 ) -> None:

@@ -49,6 +49,7 @@ def _downgrade_to_v1(url: str) -> None:
     engine.dispose()
 
 
+@pytest.mark.usefixtures("packs_by_size")
 def test_v1_catalog_is_upgraded_and_keeps_its_data(private_catalog: str, tmp_path: Path) -> None:
     assert SCHEMA_VERSION == 4
     repo = zarrlake.Repo.create(catalog=private_catalog, storage=str(tmp_path / "objects"))
