@@ -284,7 +284,7 @@ class WritableSession(Session):
         """Check and hash ``data``: what to stage, and the hash of the object to store first
         (``None`` when the bytes live in the catalog). Runs in a worker thread.
 
-        A small chunk is packed (:meth:`_packed`): its row names its place in a pack."""
+        The caller packs a small chunk; its row then names its place in the pack."""
         self.check_writable()
         t = self._target(key)
         if t.kind == "meta":
