@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -20,8 +19,9 @@ from typing import Any
 import nbformat
 import pytest
 
+from tests.conftest import PG_URL, _need_postgres
+
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
-PG_URL = os.environ.get("ZARRLAKE_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 
 
 def _all() -> list[Path]:
@@ -166,21 +166,10 @@ def test_spark_notebook_commits_exactly_once(tmp_path: Path) -> None:
     assert "still 2 commits" in out
 
 
-def _pg_reachable() -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", 5432), timeout=2):
-            return True
-    except OSError:
-        return False
-
-
 @pytest.mark.postgres
 @pytest.mark.s3
 def test_operations_notebook_runs_the_team_setup(tmp_path: Path) -> None:
-    if not _pg_reachable():
-        if os.environ.get("CI"):
-            pytest.fail("PostgreSQL on 127.0.0.1:5432 is required in CI and is not reachable")
-        pytest.skip("PostgreSQL on 127.0.0.1:5432 is not reachable")
+    _need_postgres()
     nb, _ = _execute("06-operations.ipynb", tmp_path, env={"ZARRLAKE_PG_URL": PG_URL})
     out = _text(nb)
     assert "first version, on PostgreSQL and S3" in out
