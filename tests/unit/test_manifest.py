@@ -173,10 +173,13 @@ def test_shard_matches_dict_model(steps: list[dict[int, ChunkRef | None]]) -> No
             len(r.inline) if r.inline is not None else 40 if r.pack is not None else 0
             for r in model.values()
         )
-        assert shard.pack_ids() == {r.pack for r in model.values() if r.pack is not None}
-        assert shard.object_ids() == shard.pack_ids() | {
-            r.hash for r in model.values() if r.inline is None and r.pack is None
-        }
+        assert sorted(shard.packed_entries()) == sorted(
+            (r.pack, r.offset, r.length, r.hash) for r in model.values() if r.pack is not None
+        )
+        assert [shard.object_id_at(i) for i in range(len(shard))] == [
+            r.pack if r.pack is not None else None if r.inline is not None else r.hash
+            for _, r in sorted(model.items())
+        ]
         # decode(encode(x)) is a fixed point
         assert decoded.encode() == shard.encode()
 

@@ -101,7 +101,7 @@ def fsck(core: RepoCore, *, verify: bool, progress: bool | None) -> FsckReport:
             present.add(info.hash)
             bar.update(1)
     reachable = reach.committed | staged_objects | staged_packs
-    packs = reach.packs
+    packs = reach.packed.keys()  # the objects that are packs
     problems = {h: "missing_object" for h in reachable if h not in present}
     if verify:
         todo = sorted(reachable & present)

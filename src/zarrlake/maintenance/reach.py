@@ -30,7 +30,6 @@ class Reach:
 
     committed: set[bytes] = field(default_factory=set)  # objects referenced by commits
     staged: set[bytes] = field(default_factory=set)  # objects staged by open sessions
-    packs: set[bytes] = field(default_factory=set)  # which of those objects are packs
     # where the live packed chunks are, moves followed: pack -> offset -> (length, hash)
     packed: dict[bytes, dict[int, tuple[int, bytes]]] = field(default_factory=dict)
     named_packs: set[bytes] = field(default_factory=set)  # packs refs name, moves' hops too
@@ -58,7 +57,6 @@ class Reach:
                 raise CatalogError(f"the moves of pack {pack.hex()} do not end")
             self.packed.setdefault(pack, {})[offset] = (length, h)
             into.add(pack)
-            self.packs.add(pack)
 
 
 def _load(core: RepoCore, hashes: Iterable[bytes], kind: str, reach: Reach) -> Iterator[bytes]:

@@ -161,14 +161,6 @@ class Shard:
             return ChunkRef(h, n, pack=pack, offset=at)
         return ChunkRef(h, n)
 
-    def object_ids(self) -> set[bytes]:
-        """The objects this shard's chunks live in: their own objects, and packs."""
-        return {r.tobytes() for r in self.hashes[self.kinds == OBJECT]} | self.pack_ids()
-
-    def pack_ids(self) -> set[bytes]:
-        """The packs this shard's packed chunks live in."""
-        return {self.blob[o : o + 32] for o in self.offsets[self.kinds == PACKED].tolist()}
-
     def packed_entries(self) -> list[tuple[bytes, int, int, bytes]]:
         """(pack, offset, length, chunk hash) of every packed chunk."""
         out = []
