@@ -45,13 +45,14 @@ def _downgrade_to_v1(url: str) -> None:
         conn.execute(sa.text("DROP TABLE zl_commit_keys"))
         conn.execute(sa.text("ALTER TABLE zl_staged DROP COLUMN pack"))
         conn.execute(sa.text("ALTER TABLE zl_staged DROP COLUMN pack_offset"))
+        conn.execute(sa.text("ALTER TABLE zl_staged DROP COLUMN crc"))
         conn.execute(sa.update(info).where(info.c.key == "schema_version").values(value="1"))
     engine.dispose()
 
 
 @pytest.mark.usefixtures("packs_by_size")
 def test_v1_catalog_is_upgraded_and_keeps_its_data(private_catalog: str, tmp_path: Path) -> None:
-    assert SCHEMA_VERSION == 4
+    assert SCHEMA_VERSION == 5
     repo = zarrlake.Repo.create(catalog=private_catalog, storage=str(tmp_path / "objects"))
     s = repo.writable_session()
     arr = zarr.open_group(s.store).create_array(
@@ -66,12 +67,12 @@ def test_v1_catalog_is_upgraded_and_keeps_its_data(private_catalog: str, tmp_pat
         assert sa.inspect(conn).has_table("zl_gc_marks")
         assert sa.inspect(conn).has_table("zl_commit_keys")
         columns = {c["name"] for c in sa.inspect(conn).get_columns("zl_staged")}
-        assert {"pack", "pack_offset"} <= columns
+        assert {"pack", "pack_offset", "crc"} <= columns
         assert (
             conn.execute(sa.select(info.c.value).where(info.c.key == "schema_version")).scalar()
-            == "4"
+            == "5"
         )
-    assert upgraded.migrate() == 4  # idempotent
+    assert upgraded.migrate() == 5  # idempotent
     upgraded.engine.dispose()
 
     again = zarrlake.Repo.open(catalog=private_catalog, name=repo.name)

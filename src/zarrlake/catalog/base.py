@@ -60,7 +60,7 @@ class CatalogBase:
         self._file_id: tuple[int, int] | None = None
         self._now = dia.now_sql(self.dialect)
         self.upsert_staged = dia.upsert(
-            staged, self.dialect, ["hash", "length", "inline", "pack", "pack_offset"]
+            staged, self.dialect, ["hash", "length", "inline", "pack", "pack_offset", "crc"]
         )
         # Writing a blob that exists refreshes its created_at: garbage collection deletes a
         # blob only if it was not written again since it was marked (docs/history.md).

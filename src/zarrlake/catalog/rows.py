@@ -91,6 +91,7 @@ class StagedRow:
     inline: bytes | None
     pack: bytes | None = None
     offset: int = 0
+    crc: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +159,7 @@ def staged_row(r: Any) -> StagedRow:
         None if r.inline is None else bytes(r.inline),
         None if r.pack is None else bytes(r.pack),
         int(r.pack_offset or 0),
+        None if r.crc is None else int(r.crc),
     )
 
 
@@ -173,6 +175,7 @@ def staged_values(session_id: str, rows: Sequence[StagedRow]) -> list[dict[str, 
             "inline": r.inline,
             "pack": r.pack,
             "pack_offset": None if r.pack is None else r.offset,
+            "crc": r.crc,
         }
         for r in rows
     ]

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "metadata", "tune_storage"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 metadata = sa.MetaData()
 
@@ -109,7 +109,8 @@ sessions = sa.Table(
 
 # A session's writes. kind: "meta" (key "", hash of a metadata document), "drop" (key "", the
 # base node is removed), "chunk" (key "1,2,3"), "raw" (key = store key). hash NULL with inline
-# NULL is a tombstone. A packed chunk (version 4) names its pack and its offset in it.
+# NULL is a tombstone. A packed chunk (version 4) names its pack and its offset in it; crc
+# (version 5) is a stored chunk's CRC32C, which reads check.
 staged = sa.Table(
     "zl_staged",
     metadata,
@@ -122,6 +123,7 @@ staged = sa.Table(
     sa.Column("inline", sa.LargeBinary, nullable=True),
     sa.Column("pack", Hash, nullable=True),
     sa.Column("pack_offset", sa.BigInteger, nullable=True),
+    sa.Column("crc", sa.BigInteger, nullable=True),
 )
 
 # What a serializable session read: key "" is the node's metadata, else chunk coords "1,2".
@@ -215,9 +217,15 @@ def _v4_packs(conn: sa.Connection) -> None:
     tune_storage(conn)
 
 
+def _v5_checksums(conn: sa.Connection) -> None:
+    kind = staged.c.crc.type.compile(dialect=conn.dialect)
+    conn.execute(sa.text(f"ALTER TABLE {staged.name} ADD COLUMN crc {kind}"))
+
+
 # version -> function upgrading a catalog from version-1 to version, inside one transaction.
 MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {
     2: _v2_gc_marks,
     3: _v3_commit_keys,
     4: _v4_packs,
+    5: _v5_checksums,
 }

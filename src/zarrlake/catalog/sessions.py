@@ -183,6 +183,7 @@ class SessionQueries(CatalogBase):
                             "inline": None,
                             "pack": None,
                             "pack_offset": None,
+                            "crc": None,
                         }
                         for p in drops
                     ],

@@ -19,7 +19,7 @@ from zarrlake.model.conflicts import (
     rebase_staged,
 )
 from zarrlake.model.index import NODE_KIND, IndexNode, ManifestIndex
-from zarrlake.model.manifest import ChunkRef, Shard, content_hash
+from zarrlake.model.manifest import ChunkRef, Shard, checksum, content_hash
 from zarrlake.model.metadata import NodeMeta, parse_node_meta
 from zarrlake.model.snapshot import NodeEntry, Root
 
@@ -43,6 +43,7 @@ __all__ = [
     "build_snapshot",
     "changes_from_staged",
     "check_solver",
+    "checksum",
     "content_hash",
     "detect_conflicts",
     "iter_manifest",

@@ -33,20 +33,23 @@ def encode_ref(ref: ChunkRef) -> list[object]:
         ref.length,
         None if ref.inline is None else base64.b64encode(ref.inline).decode(),
     ]
-    if ref.pack is not None:
-        item += [ref.pack.hex(), ref.offset]
+    if ref.pack is not None or ref.crc is not None:
+        item += [None if ref.pack is None else ref.pack.hex(), ref.offset]
+    if ref.crc is not None:
+        item.append(ref.crc)
     return item
 
 
 def decode_ref(item: list[object]) -> ChunkRef:
-    h, n, inline, *packed = item
-    pack, offset = packed if packed else (None, 0)
+    h, n, inline, *rest = item
+    pack, offset, crc = (rest + [None, 0, None][len(rest) :])[:3]  # packed and crc optional
     return ChunkRef(
         bytes.fromhex(str(h)),
         int(n),  # type: ignore[call-overload]
         None if inline is None else base64.b64decode(str(inline)),
         None if pack is None else bytes.fromhex(str(pack)),
         int(offset),  # type: ignore[call-overload]
+        None if crc is None else int(crc),  # type: ignore[call-overload]
     )
 
 

@@ -1,6 +1,7 @@
 """What every object store is: content-addressed chunk objects, named by the SHA-256 of their
-bytes (``chunks/ab/abcdef...``), written create-if-absent, read verified; and packs of small
-chunks (:mod:`zarrlake.objects.packs`), objects of the same namespace named by random ids."""
+bytes (``chunks/ab/abcdef...``), written create-if-absent, read verified (by the chunk's CRC32C
+when its ref carries one, else by its hash); and packs of small chunks
+(:mod:`zarrlake.objects.packs`), objects of the same namespace named by random ids."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 from zarrlake.errors import ChunkCorruptionError, StorageError
 from zarrlake.faults import crash_point
-from zarrlake.model import ChunkRef
+from zarrlake.model import ChunkRef, checksum
 from zarrlake.objects.packs import OpenPack, PackWriter
 from zarrlake.objects.ranges import RangeCoalescer
 
@@ -53,19 +54,22 @@ class ObjectStore(ABC):
     def read_range(self, h: bytes, start: int | None = None, end: int | None = None) -> bytes:
         """Bytes ``[start, end)`` of an object as stored, unverified."""
 
-    def read(self, h: bytes, start: int | None = None, end: int | None = None) -> bytes:
-        """Bytes ``[start, end)`` of an object (all of it by default), verified against its
-        hash when ``verify`` is on: a byte range is served from the whole object, read and
-        checked once and kept in a small cache (a shard of zarr's sharding codec is read by
-        ranges, and a flipped byte inside it must not come back as data)."""
+    def read(
+        self, h: bytes, start: int | None = None, end: int | None = None, crc: int | None = None
+    ) -> bytes:
+        """Bytes ``[start, end)`` of an object (all of it by default), verified when
+        ``verify`` is on, against ``crc`` if given, else against its hash: a byte range is
+        served from the whole object, read and checked once and kept in a small cache (a
+        shard of zarr's sharding codec is read by ranges, and a flipped byte inside it must
+        not come back as data)."""
         if start is None and end is None:
-            return self.check(h, self.read_range(h))
+            return self.check(h, self.read_range(h), crc)
         if not self.verify:
             return self.read_range(h, start, end)
         cache = verified_cache(self)
         data = cache.get(h)
         if data is None:
-            data = self.check(h, self.read_range(h))
+            data = self.check(h, self.read_range(h), crc)
             cache.put(h, data)
         return data[start:end]
 
@@ -120,7 +124,7 @@ class ObjectStore(ABC):
         """Bytes ``[start, end)`` of a chunk stored as an object or in a pack (not inline),
         verified against the chunk's hash."""
         if ref.pack is None:
-            return self.read(ref.hash, start, end)
+            return self.read(ref.hash, start, end, ref.crc)
         data = self._packs.read(ref.pack, ref.offset, ref.length)
         if data is None:
             end_at = ref.offset + ref.length
@@ -135,7 +139,7 @@ class ObjectStore(ABC):
         """Async version of :meth:`read_chunk`: reads of one pack made together are merged
         into few requests (:mod:`zarrlake.objects.ranges`)."""
         if ref.pack is None:
-            return await self.read_async(ref.hash, start, end)
+            return await self.read_async(ref.hash, start, end, ref.crc)
         data = self._packs.read(ref.pack, ref.offset, ref.length)
         if data is None:
             end_at = ref.offset + ref.length
@@ -150,16 +154,15 @@ class ObjectStore(ABC):
         return False
 
     def _intact(self, ref: ChunkRef, data: bytes) -> bool:
-        return len(data) == ref.length and (
-            not self.verify or hashlib.sha256(data).digest() == ref.hash
-        )
+        return len(data) == ref.length and (not self.verify or _matches(data, ref.hash, ref.crc))
 
     def _packed(self, ref: ChunkRef, data: bytes) -> bytes:
         assert ref.pack is not None
         if not self._intact(ref, data):
             raise ChunkCorruptionError(
                 f"chunk {ref.hash.hex()} at offset {ref.offset} of pack {ref.pack.hex()} in "
-                f"{self.url} does not match its hash (read {len(data)} of {ref.length} bytes); "
+                f"{self.url} does not match its {'hash' if ref.crc is None else 'checksum'} "
+                f"(read {len(data)} of {ref.length} bytes); "
                 "the stored bytes are corrupt. Run repo.fsck(verify=True) to find every such "
                 "object"
             )
@@ -180,9 +183,11 @@ class ObjectStore(ABC):
         """Async version of :meth:`write`."""
         return await asyncio.to_thread(self.write, h, data)
 
-    async def read_async(self, h: bytes, start: int | None = None, end: int | None = None) -> bytes:
+    async def read_async(
+        self, h: bytes, start: int | None = None, end: int | None = None, crc: int | None = None
+    ) -> bytes:
         """Async version of :meth:`read`."""
-        return await asyncio.to_thread(self.read, h, start, end)
+        return await asyncio.to_thread(self.read, h, start, end, crc)
 
     @property
     def async_io(self) -> bool:
@@ -237,13 +242,25 @@ class ObjectStore(ABC):
         (epoch seconds); returns how many. Stores that write in one request have none."""
         return 0
 
-    def check(self, h: bytes, data: bytes) -> bytes:
-        if self.verify and hashlib.sha256(data).digest() != h:
+    def check(self, h: bytes, data: bytes, crc: int | None = None) -> bytes:
+        """``data``, unless ``verify`` is on and it matches neither ``crc`` (when given) nor,
+        without one, the hash ``h``."""
+        if self.verify and not _matches(data, h, crc):
+            what = "checksum" if crc is not None else "hash"
             raise ChunkCorruptionError(
-                f"object {h.hex()} in {self.url} does not match its hash (read {len(data)} bytes); "
-                "the stored bytes are corrupt. Run repo.fsck(verify=True) to find every such object"
+                f"object {h.hex()} in {self.url} does not match its {what} (read {len(data)} "
+                "bytes); the stored bytes are corrupt. Run repo.fsck(verify=True) to find every "
+                "such object"
             )
         return data
+
+
+def _matches(data: bytes, h: bytes, crc: int | None) -> bool:
+    """Whether chunk bytes are intact: their CRC32C is ``crc`` (a chunk written with one;
+    ``fsck(verify=True)`` checks the full hash), else their SHA-256 is ``h``."""
+    if crc is not None:
+        return checksum(data) == crc
+    return hashlib.sha256(data).digest() == h
 
 
 class _BytesLRU:

@@ -164,17 +164,19 @@ class FsspecObjectStore(ObjectStore):
             raise self._read_error(h, exc) from exc
         return self._checked_length(h, bytes(data), start, end)
 
-    async def read_async(self, h: bytes, start: int | None = None, end: int | None = None) -> bytes:
+    async def read_async(
+        self, h: bytes, start: int | None = None, end: int | None = None, crc: int | None = None
+    ) -> bytes:
         if not self._async:
-            return await super().read_async(h, start, end)
+            return await super().read_async(h, start, end, crc)
         if start is None and end is None:
-            return self.check(h, await self._fetch(h, None, None))
+            return self.check(h, await self._fetch(h, None, None), crc)
         if not self.verify:
             return await self._fetch(h, start, end)
         cache = verified_cache(self)  # a range is served from the whole object, verified
         data = cache.get(h)
         if data is None:
-            data = self.check(h, await self._fetch(h, None, None))
+            data = self.check(h, await self._fetch(h, None, None), crc)
             cache.put(h, data)
         return data[start:end]
 

@@ -251,12 +251,15 @@ def state_rows(state: StagedState) -> Iterable[StagedRow]:
                     ref.inline,
                     ref.pack,
                     ref.offset,
+                    ref.crc,
                 )
     for key, ref in state.raw.items():
         if ref is None:
             yield StagedRow("", "raw", key, None, 0, None)
         else:
-            yield StagedRow("", "raw", key, ref.hash, ref.length, ref.inline, ref.pack, ref.offset)
+            yield StagedRow(
+                "", "raw", key, ref.hash, ref.length, ref.inline, ref.pack, ref.offset, ref.crc
+            )
 
 
 def has_objects(state: StagedState) -> bool:

@@ -63,4 +63,4 @@ def key_coords(key: str) -> ChunkCoords:
 def row_ref(row: StagedRow) -> ChunkRef | None:
     if row.hash is None:
         return None
-    return ChunkRef(row.hash, row.length, row.inline, row.pack, row.offset)
+    return ChunkRef(row.hash, row.length, row.inline, row.pack, row.offset, row.crc)

@@ -27,6 +27,7 @@ from zarrlake.model import (
     Root,
     StagedState,
     check_solver,
+    checksum,
     content_hash,
     parse_node_meta,
 )
@@ -297,7 +298,8 @@ class WritableSession(Session):
         h = hashlib.sha256(data).digest()
         if len(data) <= INLINE_LIMIT:
             return PutRow(StagedRow(t.path, t.kind, t.key, h, len(data), bytes(data))), None
-        return PutRow(StagedRow(t.path, t.kind, t.key, h, len(data), None)), h
+        row = StagedRow(t.path, t.kind, t.key, h, len(data), None, crc=checksum(data))
+        return PutRow(row), h
 
     def _prepare_write(self, key: str, data: bytes | memoryview) -> Op:
         """Hash ``data`` and store its object; return what to stage (runs in a worker thread)."""
