@@ -4,10 +4,12 @@ round trip on PostgreSQL, so the counts are held to upper bounds, on both catalo
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 import zarr
 from zarr.core.buffer import default_buffer_prototype
@@ -100,3 +102,22 @@ def test_opening_a_commit_and_reading_a_chunk_sends_few_statements(
         value = zarr.open_array(store, path="a", mode="r")[7]
     assert value == 5
     assert len(sent) <= OPEN_AND_READ[_dialect(repo)], "\n".join(sent)
+
+
+def test_a_shipped_store_of_a_session_joined_here_opens_without_a_statement(
+    make_repo: Callable[..., zarrlake.Repo],
+) -> None:
+    """Each dask task unpickles its own store: once its process has joined the session, the
+    store finds it without asking the catalog (its writes' transactions check the session)."""
+    repo = _array_repo(make_repo)
+    s = repo.writable_session()
+    shipped = pickle.dumps(s.store)
+    with statements(repo) as sent:
+        store = pickle.loads(shipped)
+        assert store.session is s
+    assert sent == []
+    buf = default_buffer_prototype().buffer.from_bytes(bytes([7]))
+    sync(store.set("a/c/3", buf))
+    s.abandon()
+    with pytest.raises(zarrlake.SessionClosedError):
+        sync(pickle.loads(shipped).set("a/c/4", buf))  # a closed session is not served

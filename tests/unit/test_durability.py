@@ -111,7 +111,7 @@ def _packed_row(key: str, pack: bytes) -> PutRow:
 def test_rows_naming_the_open_pack_wait_until_a_flush_and_others_go_ahead() -> None:
     events: list[str] = []
     objects = RecordingObjects(events, open_pack=b"open" * 8)
-    stager = Stager(RecordingCatalog(events), "s", objects, hold_packed=True)  # type: ignore[arg-type]
+    stager = Stager(RecordingCatalog(events), "s", objects, write_behind=True)  # type: ignore[arg-type]
     written = stager.submit(_packed_row("0", b"done" * 8))
     held = stager.submit(_packed_row("1", b"open" * 8))
     written.result(timeout=5)
@@ -142,3 +142,37 @@ def test_flushes_run_while_writers_write(flushes: Flushes) -> None:
             break
         threading.Event().wait(0.01)
     assert done.is_set()
+
+
+class GatedCatalog(RecordingCatalog):
+    """Holds the first transaction until released, recording each batch's keys."""
+
+    def __init__(self, events: list[str]) -> None:
+        super().__init__(events)
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def stage(self, session_id: str, rows: list[StagedRow], drops: list[str], **_: Any) -> None:
+        self.entered.set()
+        assert self.release.wait(timeout=10)
+        self.events.append("stage " + ",".join(r.key for r in rows))
+
+
+def test_a_joined_sessions_writes_wait_for_no_company_and_share_transactions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each writer of a joined session waits for its row: a lone row is staged without
+    waiting for others, and rows queued meanwhile go together in the next transaction."""
+    monkeypatch.setattr(Stager, "LINGER", 60.0)  # a write-behind stager would wait this long
+    events: list[str] = []
+    catalog = GatedCatalog(events)
+    stager = Stager(catalog, "s", RecordingObjects(events))  # type: ignore[arg-type]
+    row = PutRow(StagedRow("a", "chunk", "0", b"h" * 32, 3, b"abc"))
+    first = stager.submit(row)
+    assert catalog.entered.wait(timeout=10)  # taken at once, alone
+    later = [stager.submit(PutRow(StagedRow("a", "chunk", k, b"h" * 32, 3, b"abc"))) for k in "12"]
+    catalog.release.set()
+    first.result(timeout=10)
+    for fut in later:
+        fut.result(timeout=10)
+    assert events == ["stage 0", "stage 1,2"]

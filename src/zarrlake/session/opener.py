@@ -10,7 +10,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from zarrlake.core import RepoCore, open_core
 from zarrlake.errors import InvalidInputError
 from zarrlake.types import RepoConfig
 
@@ -19,7 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SessionOpener", "install"]
 
-Finder = Callable[[RepoCore, "SessionOpener"], "StoreSession"]
+Finder = Callable[["SessionOpener"], "StoreSession"]
 _finder: list[Finder] = []
 
 
@@ -41,4 +40,4 @@ class SessionOpener:
         if (self.session_id is None) == (self.commit is None):
             raise InvalidInputError("a session opener needs a session id or a commit")
         # the registry installed itself: importing this module imported zarrlake.session first
-        return _finder[0](open_core(self.config), self)
+        return _finder[0](self)

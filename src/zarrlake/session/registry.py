@@ -11,7 +11,7 @@ import threading
 from datetime import timedelta
 from typing import Any
 
-from zarrlake.core import RepoCore
+from zarrlake.core import RepoCore, open_core
 from zarrlake.errors import InvalidInputError, NotFoundError
 from zarrlake.session.base import Session
 from zarrlake.session.opener import SessionOpener, install
@@ -22,6 +22,8 @@ from zarrlake.types import Isolation, new_session_id
 __all__ = ["join_session", "start_session"]
 
 _sessions: dict[tuple[Any, ...], WritableSession] = {}
+# the same sessions by repo configuration and id: what a shipped store's opener asks for
+_joined: dict[tuple[Any, ...], WritableSession] = {}
 _lock = threading.Lock()
 
 
@@ -39,6 +41,7 @@ def start_session(
     session = WritableSession(core, row, base=base, created_here=True)
     with _lock:
         _sessions[_key(core, session.id)] = session
+        _joined[_config_key(core, session.id)] = session
     return session
 
 
@@ -61,13 +64,27 @@ def join_session(core: RepoCore, session_id: str) -> Session:
         return ReadonlySession(core, row.commit_id, branch=row.branch)
     session = WritableSession(core, row, created_here=False)
     with _lock:
-        return _sessions.setdefault(key, session)
+        session = _sessions.setdefault(key, session)
+        _joined[_config_key(core, session_id)] = session
+        return session
 
 
-def _find(core: RepoCore, opener: SessionOpener) -> Session:
+def _config_key(core: RepoCore, session_id: str) -> tuple[Any, ...]:
+    return (os.getpid(), *core.config.key(), session_id)
+
+
+def _find(opener: SessionOpener) -> Session:
+    """What an opener opens. A session this process has already joined (or created) and not
+    closed is returned as it is, without asking the catalog again: each dask task unpickles
+    its own store, and every write stages in a transaction that checks the session is open
+    anyway (and, on SQLite, that the catalog file is the same)."""
     if opener.session_id is not None:
-        return join_session(core, opener.session_id)
-    return ReadonlySession(core, opener.commit or "")
+        with _lock:
+            known = _joined.get((os.getpid(), *opener.config.key(), opener.session_id))
+        if known is not None and known.closed is None:
+            return known
+        return join_session(open_core(opener.config), opener.session_id)
+    return ReadonlySession(open_core(opener.config), opener.commit or "")
 
 
 install(_find)

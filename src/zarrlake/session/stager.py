@@ -35,9 +35,13 @@ class Stager:
     object that a power loss could take back, whichever process of the session staged it. The
     object store flushes while the writers write, so this usually waits for little.
 
-    With ``hold_packed``, rows naming the pack still being filled are held back (in order)
-    until it is full, a ``flush()`` waits for them, or they have waited :attr:`PACK_LINGER`:
-    staging them at once would write the pack with a few chunks in it.
+    With ``write_behind`` (the process that created the session: its writers do not wait for
+    their rows), a small batch waits :attr:`LINGER` for company, and rows naming the pack still
+    being filled are held back (in order) until it is full, a ``flush()`` waits for them, or
+    they have waited :attr:`PACK_LINGER`: staging them at once would write the pack with a
+    few chunks in it. Without it (a joined session: each writer waits for its rows to be
+    durable) nothing waits: a batch is what queued while the previous one was being written
+    (group commit), so concurrent writers share transactions without paying a delay each.
     """
 
     MAX_BATCH = 5000
@@ -52,12 +56,12 @@ class Stager:
         session_id: str,
         objects: Durability,
         *,
-        hold_packed: bool = False,
+        write_behind: bool = False,
     ) -> None:
         self.catalog = catalog
         self.session_id = session_id
         self.objects = objects
-        self.hold_packed = hold_packed
+        self.write_behind = write_behind
         self.held_since: float | None = None
         self.cond = threading.Condition()
         self.pending: list[tuple[Op, Future[None]]] = []
@@ -106,7 +110,7 @@ class Stager:
             if not self.pending:
                 self.cond.wait(timeout=1.0)
             deadline = time.monotonic() + self.LINGER
-            while 0 < len(self.pending) < self.MAX_BATCH and not self.waiters:
+            while self.write_behind and 0 < len(self.pending) < self.MAX_BATCH and not self.waiters:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
@@ -137,7 +141,7 @@ class Stager:
 
     def _open_pack(self) -> bytes | None:
         """Under ``cond``: the pack whose rows are held back now, if any."""
-        if not self.hold_packed or self.waiters:
+        if not self.write_behind or self.waiters:
             return None
         if self.held_since is not None and time.monotonic() - self.held_since >= self.PACK_LINGER:
             return None
