@@ -96,8 +96,7 @@ class WritableSession(Session):
         self._epoch = 0
         self._done_at: dict[str, int] = {}
         self._reads: set[tuple[str, str]] = set()
-        # this process's writes are write-behind: their rows may wait for company and for their
-        # pack to fill; a joined session's writers wait for their rows, which must not linger
+        # write-behind only where the session was created: a joined one's writers wait for rows
         self._stager = Stager(core.catalog, row.id, core.objects, write_behind=created_here)
         super().__init__(core, row.base_commit, base)
         if not created_here:  # a session this process just created has nothing staged yet
