@@ -31,6 +31,7 @@ class FaultyProxy:
         self.rng = random.Random(seed)
         self.lock = threading.Lock()
         self.faults: Counter[str] = Counter()
+        self.methods: Counter[str] = Counter()  # requests forwarded, by HTTP method
         self.requests = 0
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
@@ -48,9 +49,10 @@ class FaultyProxy:
         self.server.shutdown()
         self.server.server_close()
 
-    def _draw(self) -> str | None:
+    def _draw(self, method: str) -> str | None:
         with self.lock:
             self.requests += 1
+            self.methods[method] += 1
             r = self.rng.random()
         if r < self.rate:
             return "fail"
@@ -72,7 +74,7 @@ class FaultyProxy:
             def _forward(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
-                fault = proxy._draw()
+                fault = proxy._draw(self.command)
                 if fault == "fail":
                     with proxy.lock:
                         proxy.faults["fail"] += 1

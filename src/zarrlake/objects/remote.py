@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import random
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
@@ -107,6 +108,11 @@ class FsspecObjectStore(ObjectStore):
         self._s3 = any(p in ("s3", "s3a") for p in protocols)
         self._async = bool(getattr(self.fs, "async_impl", False)) and self._s3
         self._limit: asyncio.Semaphore | None = None  # made on fsspec's loop, used only there
+        # s3fs asks for an object's size (a HEAD request) before reading it whole, to split
+        # reads of large objects; a chunk object is read in one GET
+        cat = getattr(self.fs, "_cat_file", None)
+        takes = cat is not None and "max_concurrency" in inspect.signature(cat).parameters
+        self._whole: dict[str, Any] = {"max_concurrency": 1} if takes else {}
 
     @property
     def async_io(self) -> bool:
@@ -159,7 +165,7 @@ class FsspecObjectStore(ObjectStore):
     def read_range(self, h: bytes, start: int | None = None, end: int | None = None) -> bytes:
         key = self._key(h)
         try:
-            data = _retrying(lambda: self.fs.cat_file(key, start=start, end=end))
+            data = _retrying(lambda: self.fs.cat_file(key, start=start, end=end, **self._kw(start)))
         except Exception as exc:
             raise self._read_error(h, exc) from exc
         return self._checked_length(h, bytes(data), start, end)
@@ -185,11 +191,14 @@ class FsspecObjectStore(ObjectStore):
             return await super().read_range_async(h, start, end)
         return await self._fetch(h, start, end)
 
+    def _kw(self, start: int | None) -> dict[str, Any]:
+        return self._whole if start is None else {}
+
     async def _fetch(self, h: bytes, start: int | None, end: int | None) -> bytes:
         key = self._key(h)
 
         async def get() -> bytes:
-            return bytes(await self.fs._cat_file(key, start=start, end=end))
+            return bytes(await self.fs._cat_file(key, start=start, end=end, **self._kw(start)))
 
         try:
             data = await self._on_fs_loop(self._bounded(lambda: _retrying_async(get)))
