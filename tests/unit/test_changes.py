@@ -430,3 +430,29 @@ def test_build_change_set_survives_encoding(reader: FakeReader, base: Root) -> N
 def test_change_set_decode_corrupt_raises_catalog_error(data: bytes) -> None:
     with pytest.raises(CatalogError):
         ChangeSet.decode(data)
+
+
+def test_rewriting_the_same_bytes_with_a_checksum_is_no_change(
+    reader: FakeReader, base: Root
+) -> None:
+    """A chunk (or raw key) committed before read checksums, written again with the same
+    bytes: its ref gains a checksum, and the commit records no change to it."""
+    (c0, old0), (c2, old2) = ((0,), ref(0)), ((2,), ref(2))
+    assert old0.crc is None
+    with_crc = ChunkRef(old0.hash, old0.length, crc=1234)
+    moved = ChunkRef(old2.hash, old2.length, pack=b"p" * 32, offset=64, crc=99)
+    raw = ChunkRef(content_hash(b"raw bytes"), 600)
+    first = reader.build(base, staged(raw={"extra/other": raw}))
+    result = reader.build(
+        first.root,
+        staged(
+            {"a": StagedNode(chunks={c0: with_crc, c2: moved})},
+            {"extra/other": ChunkRef(raw.hash, raw.length, crc=5)},
+        ),
+    )
+    assert result.changes.nodes.get("a", NodeChange()).chunks == frozenset()
+    assert result.changes.raw == frozenset()
+    manifest = manifest_of(reader, result.root, "a")
+    assert manifest[c0] == with_crc  # the checksum is kept for later reads
+    assert manifest[c2] == moved
+    assert result.root.raw["extra/other"].crc == 5

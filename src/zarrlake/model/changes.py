@@ -23,6 +23,7 @@ from zarrlake.model.manifest import (
     Shard,
     content_hash,
     join_coords,
+    same_content,
     shard_shape_for,
     split_coords,
 )
@@ -268,9 +269,8 @@ def build_snapshot(base: Root, staged: StagedState, reader: SnapshotReader) -> B
     raw = dict(base.raw)
     raw_changed: set[str] = set()
     for key, ref in staged.raw.items():
-        if raw.get(key) == ref:
-            continue
-        raw_changed.add(key)
+        if not same_content(raw.get(key), ref):
+            raw_changed.add(key)
         if ref is None:
             raw.pop(key, None)
         else:
@@ -363,7 +363,9 @@ def _apply_chunks(
             )
         else:
             changed.extend(
-                join_coords(pos, f, shard_shape) for f, r in ups.items() if old.get(f) != r
+                join_coords(pos, f, shard_shape)
+                for f, r in ups.items()
+                if not same_content(old.get(f), r)
             )
         new = old.apply(ups)
         if len(new) == 0:

@@ -29,6 +29,7 @@ __all__ = [
     "Shard",
     "checksum",
     "content_hash",
+    "same_content",
     "shard_shape_for",
     "split_coords",
 ]
@@ -80,6 +81,12 @@ class ChunkRef:
     pack: bytes | None = None
     offset: int = 0
     crc: int | None = None
+
+
+def same_content(a: ChunkRef | None, b: ChunkRef | None) -> bool:
+    """Whether two refs (``None``: no chunk) hold the same bytes, wherever each is stored and
+    whether or not it carries a checksum."""
+    return a is b or (a is not None and b is not None and a.hash == b.hash)
 
 
 def _crc(item: tuple[int, ChunkRef]) -> int:

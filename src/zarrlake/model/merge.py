@@ -23,7 +23,7 @@ from zarrlake.model.changes import (
 )
 from zarrlake.model.conflicts import Solver, detect_conflicts, rebase_staged
 from zarrlake.model.diff import Diff, diff_roots, manifest_delta
-from zarrlake.model.manifest import ChunkRef, split_coords
+from zarrlake.model.manifest import ChunkRef, same_content, split_coords
 from zarrlake.model.snapshot import NodeEntry, Root
 from zarrlake.types import ChunkCoords
 
@@ -138,7 +138,7 @@ def _same_result(c: Conflict, target: Root, source: Root, reader: SnapshotReader
         return False
     a = chunk_ref(target, c.path, c.chunk, reader)
     b = chunk_ref(source, c.path, c.chunk, reader)
-    return (a is None and b is None) or (a is not None and b is not None and a.hash == b.hash)
+    return same_content(a, b)
 
 
 def plan_merge(
