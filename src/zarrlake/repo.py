@@ -139,7 +139,8 @@ class Repo:
         storage_options
             Passed to fsspec (credentials, endpoint); never stored in the catalog.
         verify_reads
-            Check every chunk read against its SHA-256 (:class:`ChunkCorruptionError`).
+            Check every chunk read against the CRC32C recorded in its ref, or its SHA-256
+            for a chunk written before checksums (:class:`ChunkCorruptionError`).
         strict_metadata
             Refuse ``zarr.json`` documents that are not Zarr v3 metadata.
         """

@@ -122,7 +122,7 @@ class ObjectStore(ABC):
 
     def read_chunk(self, ref: ChunkRef, start: int | None = None, end: int | None = None) -> bytes:
         """Bytes ``[start, end)`` of a chunk stored as an object or in a pack (not inline),
-        verified against the chunk's hash."""
+        verified against the chunk's checksum (or, without one, its hash)."""
         if ref.pack is None:
             return self.read(ref.hash, start, end, ref.crc)
         data = self._packs.read(ref.pack, ref.offset, ref.length)
