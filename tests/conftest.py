@@ -48,6 +48,11 @@ def unique(prefix: str = "t") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
 
 
+def object_files(repo: zarrlake.Repo) -> list[Path]:
+    """The files of a local repo's object store, sorted."""
+    return sorted(p for p in Path(repo.storage).rglob("*") if p.is_file())
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def catalog_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A catalog URL: a fresh SQLite file, or the shared PostgreSQL test database."""

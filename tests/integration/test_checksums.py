@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import pytest
 import zarr
 
 import zarrlake
+from tests.conftest import object_files
 from zarrlake.model import checksum
 
 BIG = 40_000  # float64 chunks of 320,000 bytes: over the pack limit, an object of their own
@@ -22,10 +22,6 @@ def _write(repo: zarrlake.Repo, data: np.ndarray) -> str:
     )
     arr[:] = data
     return s.commit("data")
-
-
-def _objects(repo: zarrlake.Repo) -> list[Path]:
-    return sorted(p for p in Path(repo.storage).rglob("*") if p.is_file())
 
 
 def _keep_checksum(data: bytes, at: int) -> bytes:
@@ -66,7 +62,7 @@ def test_a_corrupt_chunk_fails_its_checksum_on_read(
     repo = make_repo()
     data = np.random.default_rng(1).random(2 * BIG)
     commit = _write(repo, data)
-    first, _ = _objects(repo)
+    first, _ = object_files(repo)
     raw = bytearray(first.read_bytes())
     raw[123] ^= 0x04
     first.chmod(0o644)
@@ -85,7 +81,7 @@ def test_fsck_finds_a_corruption_that_keeps_the_checksum(
     repo = make_repo()
     data = np.random.default_rng(2).random(BIG)
     commit = _write(repo, data)
-    (obj,) = _objects(repo)
+    (obj,) = object_files(repo)
     stored = obj.read_bytes()
     forged = _keep_checksum(stored, 8 * 1000)
     assert forged != stored

@@ -12,6 +12,7 @@ import pytest
 import zarr
 
 import zarrlake
+from tests.conftest import object_files
 
 
 def _lake(repo: zarrlake.Repo) -> tuple[str, dict[str, np.ndarray]]:
@@ -138,17 +139,13 @@ def test_export_bad_input(make_repo: Callable[..., zarrlake.Repo], tmp_path: Pat
 # -- fsck --------------------------------------------------------------------------------------
 
 
-def _object_files(repo: zarrlake.Repo) -> list[Path]:
-    return sorted(p for p in Path(repo.storage).rglob("*") if p.is_file())
-
-
 def test_fsck_of_a_healthy_repo_is_ok(make_repo: Callable[..., zarrlake.Repo]) -> None:
     repo = make_repo()
     _lake(repo)
     report = repo.fsck(verify=True)
     assert report.ok, report
     assert report.verified
-    assert report.objects_checked == len(_object_files(repo)) > 0
+    assert report.objects_checked == len(object_files(repo)) > 0
     assert report.commits_checked == 2
 
 
@@ -158,7 +155,7 @@ def test_fsck_finds_a_deleted_and_a_corrupted_chunk(
 ) -> None:
     repo = make_repo()
     commit, _ = _lake(repo)
-    (pack,) = _object_files(repo)  # the lake's chunks over 512 bytes, packed
+    (pack,) = object_files(repo)  # the lake's chunks over 512 bytes, packed
     raw = bytearray(pack.read_bytes())
     raw[len(raw) // 4] ^= 0xFF
     pack.write_bytes(bytes(raw))

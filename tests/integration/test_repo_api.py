@@ -14,7 +14,7 @@ import pytest
 import zarr
 
 import zarrlake
-from tests.conftest import unique
+from tests.conftest import object_files, unique
 from zarrlake.catalog.schema import SCHEMA_VERSION
 from zarrlake.model.manifest import SHARD_TARGET
 from zarrlake.objects import PACK_CHUNK_LIMIT
@@ -224,7 +224,7 @@ def test_corrupt_chunk_raises_and_missing_chunk_is_reported(
 ) -> None:
     repo = make_repo()
     commit = _write(repo, np.random.default_rng(0).random(256), chunks=128)
-    files = sorted(p for p in Path(repo.storage).rglob("*") if p.is_file())
+    files = object_files(repo)
     assert len(files) == 1  # two chunks of 1 KiB in one pack
     data = bytearray(files[0].read_bytes())
     data[10] ^= 0xFF
