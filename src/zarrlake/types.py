@@ -36,6 +36,7 @@ Isolation = Literal["snapshot", "serializable"]
 
 MAX_NAME_LENGTH = 128
 _NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._\-/]*$")
+_CONTROL_RE = re.compile("[\x00-\x1f\x7f-\x9f]")  # Unicode's control characters (Cc)
 _COMMIT_ID_BYTES = 10
 
 
@@ -94,7 +95,7 @@ def validate_key(key: object) -> str:
     for seg in key.split("/"):
         if seg in ("", ".", ".."):
             raise InvalidKeyError(f"store key {key!r} has an empty, '.' or '..' segment")
-    if any(unicodedata.category(ch) == "Cc" for ch in key):
+    if _CONTROL_RE.search(key):
         raise InvalidKeyError(f"store key {key!r} contains control characters")
     return key
 

@@ -4,6 +4,7 @@ before checksums is checked by the chunk's hash; shards and raw refs keep the ch
 from __future__ import annotations
 
 import hashlib
+import os
 import struct
 from pathlib import Path
 
@@ -37,6 +38,13 @@ def test_checksum_is_crc32c_of_any_buffer() -> None:
     assert checksum(view) == checksum(np.frombuffer(b"123456789", np.uint8)) == 0xE3069283
 
 
+@pytest.mark.parametrize("size", [1, 1 << 20, (1 << 20) + 7])
+def test_checksum_of_bytes_agrees_with_any_other_buffer_of_them(size: int) -> None:
+    # bytes take the extension's own path (which lets other threads run from 1 MiB up)
+    data = np.random.default_rng(size).bytes(size)
+    assert checksum(data) == checksum(memoryview(bytearray(data))) == checksum(bytearray(data))
+
+
 def test_a_read_checks_the_checksum_its_ref_carries(tmp_path: Path) -> None:
     data = bytes(range(256)) * 2048
     store, h, _ = _stored(tmp_path, data)
@@ -46,6 +54,17 @@ def test_a_read_checks_the_checksum_its_ref_carries(tmp_path: Path) -> None:
         store.read_chunk(wrong)
     with pytest.raises(ChunkCorruptionError, match="checksum"):
         store.read_chunk(wrong, 5, 10)  # a byte range is served from the checked object
+
+
+def test_an_object_the_system_returns_in_pieces_is_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # one read(2) returns at most about 2 GiB; stand in for that limit with a small one
+    data = bytes(range(256)) * 40
+    store, h, _ = _stored(tmp_path, data)
+    real_read = os.read
+    monkeypatch.setattr(os, "read", lambda fd, n: real_read(fd, min(n, 1000)))
+    assert store.read_chunk(ChunkRef(h, len(data), crc=checksum(data))) == data
 
 
 def test_a_ref_without_a_checksum_is_checked_by_its_hash(tmp_path: Path) -> None:

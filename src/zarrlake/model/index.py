@@ -197,8 +197,19 @@ class ManifestIndex:
     # -- lookups ---------------------------------------------------------------------------
 
     def shard_at(self, pos: ChunkCoords, loader: NodeLoader) -> bytes | None:
-        """The hash of the shard at ``pos``, loading the nodes on its path."""
-        return self.shards_at([pos], loader).get(pos)
+        """The hash of the shard at ``pos``, loading the nodes on its path (the walk of
+        :meth:`shards_at` for one position: every chunk read starts here)."""
+        if self.legacy is not None:
+            return self.legacy.get(pos)
+        if not self._covers(pos, self.depth):
+            return None
+        entries, level = self.top, self.depth
+        while True:
+            child = entries.get(_local(pos, self._span(level - 1), self.block_shape))
+            if child is None or level == 1:
+                return child
+            level -= 1
+            entries = _node_at(child, level, loader).entries
 
     def shards_at(
         self, positions: Iterable[ChunkCoords], loader: NodeLoader

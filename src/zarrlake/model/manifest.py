@@ -63,7 +63,10 @@ def content_hash(data: bytes | bytearray | memoryview) -> bytes:
 
 def checksum(data: bytes | bytearray | memoryview) -> int:
     """CRC32C of a chunk: what every read checks (the content hash is for ``fsck``)."""
-    # a numpy view passes any buffer without a copy (the C extension refuses memoryviews)
+    if isinstance(data, bytes):
+        # the C extension lets other threads run during a large checksum of bytes only
+        return int(google_crc32c.value(data))
+    # a numpy view passes any other buffer without a copy (the extension refuses memoryviews)
     return int(google_crc32c.value(np.frombuffer(data, np.uint8)))
 
 
@@ -211,7 +214,7 @@ class Shard:
         return None
 
     def get(self, flat: int) -> ChunkRef | None:
-        i = int(np.searchsorted(self.flat, flat))
+        i = int(self.flat.searchsorted(flat))
         if i < len(self) and int(self.flat[i]) == flat:
             return self.ref_at(i)
         return None

@@ -81,9 +81,9 @@ class LocalObjectStore(ObjectStore):
         if start is not None and end is not None:
             return self._pread(h, start, end)
         try:
+            if start is None and end is None:
+                return _read_file(self._path(h))
             with open(self._path(h), "rb") as f:
-                if start is None and end is None:
-                    return f.read()
                 if start:
                     f.seek(start)
                 return f.read(-1 if end is None else max(0, end - (start or 0)))
@@ -154,3 +154,21 @@ class LocalObjectStore(ObjectStore):
         # The flusher has been flushing while the objects were written: this waits only for
         # the flush that covers the last of them.
         self._flusher.wait()
+
+
+def _read_file(path: str) -> bytes:
+    """A whole file in as few system calls as it takes (open, stat, read, close: a buffered
+    ``open().read()`` makes twice as many, which shows at thousands of chunks)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        size = os.fstat(fd).st_size
+        data = os.read(fd, size)  # all of it in one call below 2 GiB
+        if len(data) == size:
+            return data
+        parts, got = [data], len(data)
+        while got < size and (part := os.read(fd, size - got)):
+            parts.append(part)
+            got += len(part)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
