@@ -94,3 +94,19 @@ def test_a_service_that_stays_down_is_a_storage_error_after_retries(
     with pytest.raises(StorageError, match="cannot write object"):
         asyncio.run(store.write_async(b"\1" * 32, b"z" * 1000))
     assert len(calls) == 5
+
+
+def test_s3_stores_in_one_process_share_one_botocore_session(
+    s3_options: dict[str, object],
+) -> None:
+    url = f"s3://lake/{unique()}"
+    first, second = FsspecObjectStore(url, s3_options), FsspecObjectStore(url, s3_options)
+    assert first.fs is not second.fs  # skip_instance_cache: two filesystems...
+    assert first.fs.session is not None and first.fs.session is second.fs.session  # one session
+    data = b"shared" * 100
+    h = hashlib.sha256(data).digest()
+    first.write(h, data)
+    assert second.read(h) == data
+    # a profile shapes the session itself: such a store makes its own
+    own = FsspecObjectStore(url, {**s3_options, "profile": "elsewhere"})
+    assert own.fs.session is not first.fs.session
