@@ -36,7 +36,7 @@ Isolation = Literal["snapshot", "serializable"]
 
 MAX_NAME_LENGTH = 128
 _NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._\-/]*$")
-_CONTROL_RE = re.compile("[\x00-\x1f\x7f-\x9f]")  # Unicode's control characters (Cc)
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # Unicode's control characters (Cc)
 _COMMIT_ID_BYTES = 10
 
 
