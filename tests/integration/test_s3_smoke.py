@@ -102,7 +102,8 @@ def test_s3_stores_in_one_process_share_one_botocore_session(
     url = f"s3://lake/{unique()}"
     first, second = FsspecObjectStore(url, s3_options), FsspecObjectStore(url, s3_options)
     assert first.fs is not second.fs  # skip_instance_cache: two filesystems...
-    assert first.fs.session is not None and first.fs.session is second.fs.session  # one session
+    assert first.fs.session is not None
+    assert first.fs.session is second.fs.session  # ...and one botocore session
     data = b"shared" * 100
     h = hashlib.sha256(data).digest()
     first.write(h, data)
