@@ -65,9 +65,10 @@ def depth_lines(ax: Any, data: dict[str, dict[str, float]], title: str) -> None:
 
 
 def legend_above(ax: Any) -> None:
-    """The legend in a band of its own above the tallest bar, so that it hides none."""
+    """The legend in one row, in a band of its own above the highest bar or point, so that
+    it hides none."""
     ax.set_ylim(top=ax.get_ylim()[1] * 1.2)
-    ax.legend(fontsize=8, ncol=3, loc="upper center")
+    ax.legend(fontsize=8, ncol=len(ax.get_legend_handles_labels()[0]), loc="upper center")
 
 
 def main(argv: list[str]) -> int:
@@ -101,7 +102,7 @@ def main(argv: list[str]) -> int:
     depth_lines(
         axes[1], medians(results, "4.", "open+read 1 chunk"), "4. open an old commit, read 1 chunk"
     )
-    axes[0].legend(fontsize=8)
+    legend_above(axes[0])
     fig.suptitle(caption, fontsize=8)
     fig.tight_layout()
     fig.savefig(outdir / "history.png", dpi=110)
