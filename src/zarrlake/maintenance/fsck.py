@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -12,7 +11,7 @@ from zarrlake.errors import CatalogError, ChunkCorruptionError, ObjectMissingErr
 from zarrlake.maintenance.progress import progress_bar
 from zarrlake.maintenance.reach import reachable_from
 from zarrlake.maintenance.reports import FsckIssue, FsckReport
-from zarrlake.model.manifest import join_coords
+from zarrlake.model.manifest import content_hash, join_coords
 from zarrlake.objects import ObjectStore
 from zarrlake.objects.packs import parse_pack
 from zarrlake.types import ChunkCoords
@@ -26,14 +25,14 @@ def _verify(objects: ObjectStore, h: bytes, pack: bool) -> str | None:
     try:
         data = objects.read_range(h) if pack else objects.read(h)
         if not pack:
-            return None if hashlib.sha256(data).digest() == h else "corrupt_object"
+            return None if content_hash(data) == h else "corrupt_object"
         entries = parse_pack(h, data)
     except ChunkCorruptionError:
         return "corrupt_object"
     except ObjectMissingError:
         return "missing_object"
     for e in entries:
-        if hashlib.sha256(data[e.offset : e.offset + e.length]).digest() != e.hash:
+        if content_hash(data[e.offset : e.offset + e.length]) != e.hash:
             return "corrupt_object"
     return None
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from zarrlake.errors import ChunkCorruptionError, StorageError
 from zarrlake.faults import crash_point
-from zarrlake.model import ChunkRef, checksum
+from zarrlake.model import ChunkRef, checksum, content_hash
 from zarrlake.objects.packs import OpenPack, PackWriter
 from zarrlake.objects.ranges import RangeCoalescer
 
@@ -260,7 +260,7 @@ def _matches(data: bytes, h: bytes, crc: int | None) -> bool:
     ``fsck(verify=True)`` checks the full hash), else their SHA-256 is ``h``."""
     if crc is not None:
         return checksum(data) == crc
-    return hashlib.sha256(data).digest() == h
+    return content_hash(data) == h
 
 
 class _BytesLRU:

@@ -75,6 +75,8 @@ async def _retrying_async[T](fn: Callable[[], Awaitable[T]]) -> T:
     raise AssertionError("unreachable")
 
 
+_S3 = ("s3", "s3a")  # the protocols (and URL schemes) of s3fs
+
 # s3fs options that configure its client and cache, not the botocore session it makes
 _CLIENT_OPTIONS = frozenset(
     {
@@ -96,7 +98,7 @@ def _fs_options(url: str, options: dict[str, Any]) -> dict[str, Any]:
     new session loads botocore's service models again: 80-130 ms, against a few ms for a
     client made from a session that has them. Options that shape the session itself (a
     profile, a session of the caller's, anything s3fs hands the session) keep their own."""
-    if url.split("://", 1)[0] not in ("s3", "s3a") or not set(options) <= _CLIENT_OPTIONS:
+    if url.split("://", 1)[0] not in _S3 or not set(options) <= _CLIENT_OPTIONS:
         return options
     with _botocore_lock:
         if not _botocore:
@@ -139,7 +141,7 @@ class FsspecObjectStore(ObjectStore):
         # S3 supports create-if-absent (If-None-Match: *) and batch deletes; elsewhere
         # exists-then-put suffices because two writers of one content address write the same
         # bytes.
-        self._s3 = any(p in ("s3", "s3a") for p in protocols)
+        self._s3 = any(p in _S3 for p in protocols)
         self._async = bool(getattr(self.fs, "async_impl", False)) and self._s3
         self._limit: asyncio.Semaphore | None = None  # made on fsspec's loop, used only there
         # s3fs asks for an object's size (a HEAD request) before reading it whole, to split
