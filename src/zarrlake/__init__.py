@@ -42,6 +42,8 @@ from zarrlake.errors import (
 )
 from zarrlake.maintenance import ExpireReport, ExportReport, FsckIssue, FsckReport, GCReport
 from zarrlake.model.diff import Diff, DiffSummary, FieldChange, NodeDiff
+from zarrlake.model.graph import CommitGraph, GraphRow
+from zarrlake.model.preview import MergePreview
 from zarrlake.repo import Repo
 from zarrlake.session import ReadonlySession, Session, WritableSession
 from zarrlake.store import LakeStore
@@ -56,6 +58,7 @@ __all__ = [
     "AlreadyExistsError",
     "CatalogError",
     "ChunkCorruptionError",
+    "CommitGraph",
     "CommitInfo",
     "CommitTimeoutError",
     "Conflict",
@@ -70,12 +73,14 @@ __all__ = [
     "FsckIssue",
     "FsckReport",
     "GCReport",
+    "GraphRow",
     "InvalidInputError",
     "InvalidKeyError",
     "InvalidMetadataError",
     "InvalidNameError",
     "InvalidRefError",
     "LakeStore",
+    "MergePreview",
     "MissingExtraError",
     "NodeDiff",
     "NotFoundError",

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import getpass
 import os
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 import zarrlake.history as history
 import zarrlake.maintenance as maintenance
@@ -16,11 +17,12 @@ from zarrlake.core import RepoCore, create_core, open_core
 from zarrlake.errors import (
     InvalidInputError,
     NotFoundError,
-    RefMovedError,
 )
 from zarrlake.maintenance import ExpireReport, ExportReport, FsckReport, GCReport
 from zarrlake.model import Root, Solver, content_hash
 from zarrlake.model.diff import Diff
+from zarrlake.model.graph import CommitGraph
+from zarrlake.model.preview import MergePreview
 from zarrlake.session import (
     DEFAULT_EXPIRY,
     MAX_EXPIRY,
@@ -36,11 +38,8 @@ from zarrlake.types import (
     RefLogEntry,
     RepoConfig,
     SessionInfo,
-    check_limit,
-    from_epoch,
     new_commit_id,
     safe_url,
-    to_timestamp,
     validate_name,
     validate_text,
 )
@@ -263,24 +262,20 @@ class Repo:
 
     def branches(self) -> dict[str, str]:
         """Branch name -> head commit id."""
-        return self._cat.list_refs(self._rid, "branch")
+        return history.list_refs(self._core, "branch")
 
     def tags(self) -> dict[str, str]:
         """Tag name -> commit id."""
-        return self._cat.list_refs(self._rid, "tag")
+        return history.list_refs(self._core, "tag")
 
     def create_branch(self, name: str, ref: str = "main", *, author: str | None = None) -> str:
         """Create a branch at ``ref`` (branch, tag, commit or ref expression); returns its
         commit id."""
-        validate_name(name, "branch name")
-        commit = self.resolve(ref)
-        self._cat.create_ref(self._rid, name, "branch", commit, _author(author))
-        return commit
+        return history.create_ref(self._core, name, "branch", ref, _author(author))
 
     def delete_branch(self, name: str, *, author: str | None = None) -> str:
         """Delete a branch (its commits stay reachable from other refs); returns its last head."""
-        validate_name(name, "branch name")
-        return self._cat.delete_ref(self._rid, name, "branch", _author(author))
+        return history.delete_ref(self._core, name, "branch", _author(author))
 
     def reset_branch(
         self,
@@ -296,63 +291,81 @@ class Repo:
         ``expected`` is the commit the caller believes the branch is at (default: its current
         head, read now). Raises :class:`RefMovedError` if the branch is elsewhere.
         """
-        validate_name(name, "branch name")
-        target = self.resolve(to)
-        current = self._cat.get_ref(self._rid, name)
-        if current is None or current[0] != "branch":
-            raise NotFoundError(f"no branch {name!r}")
-        old = self.resolve(expected) if expected is not None else current[1]
-        if not self._cat.move_branch(
-            self._rid, name, old, target, _author(author), "reset", message
-        ):
-            now = self._cat.get_ref(self._rid, name)
-            raise RefMovedError(
-                f"branch {name!r} is not at {old[:10]} any more (someone moved it); "
-                "read its head again and retry",
-                ref=name,
-                expected=old,
-                actual=None if now is None else now[1],
-            )
-        return target
+        return history.reset_branch(self._core, name, to, expected, _author(author), message)
 
     def create_tag(self, name: str, ref: str = "main", *, author: str | None = None) -> str:
         """Create an immutable tag at ``ref``; returns its commit id."""
-        validate_name(name, "tag name")
-        commit = self.resolve(ref)
-        self._cat.create_ref(self._rid, name, "tag", commit, _author(author))
-        return commit
+        return history.create_ref(self._core, name, "tag", ref, _author(author))
 
     def delete_tag(self, name: str, *, author: str | None = None) -> str:
         """Delete a tag (recorded in the ref log); returns the commit it pointed to."""
-        validate_name(name, "tag name")
-        return self._cat.delete_ref(self._rid, name, "tag", _author(author))
+        return history.delete_ref(self._core, name, "tag", _author(author))
 
     def reflog(self, name: str, limit: int | None = None) -> list[RefLogEntry]:
         """Every move of a branch or tag, newest first."""
-        validate_name(name, "ref name")
-        return [
-            RefLogEntry(
-                r.name, r.action, r.old_commit, r.new_commit, r.author, from_epoch(r.at), r.message
-            )
-            for r in self._cat.reflog(self._rid, name, check_limit(limit))
-        ]
+        return history.reflog(self._core, name, limit)
 
     # -- history -------------------------------------------------------------------------------
 
     def commit_info(self, ref: str) -> CommitInfo:
-        row = self._cat.get_commit(self._rid, self.resolve(ref))
-        return _info(row)
+        """One commit, by ref expression."""
+        return history.commit_info(self._core, self.resolve(ref))
 
     def log(self, ref: str = "main", limit: int | None = None) -> list[CommitInfo]:
         """Commits reachable from ``ref`` by first parents, newest first."""
-        limit = check_limit(limit)
-        return [_info(r) for r in self._cat.ancestry(self._rid, self.resolve(ref), limit)]
+        return history.log(self._core, self.resolve(ref), limit)
+
+    def graph(
+        self,
+        refs: Sequence[str] | None = None,
+        *,
+        offset: int = 0,
+        limit: int | None = 100,
+    ) -> CommitGraph:
+        """The commit graph, a page at a time: the commits reachable from ``refs`` (default:
+        every branch and tag) in drawing order (children before parents, newest first), each
+        with its lane, the segments to the next row, and the refs pointing at it.
+
+        Rows ``offset`` to ``offset + limit`` are loaded in full; ``total`` counts them all
+        and ``width`` is the number of lanes of the whole graph, so pages line up.
+        """
+        return history.graph(self._core, refs, offset, limit)
 
     def diff(self, a: str, b: str) -> Diff:
         """What changed from ref ``a`` to ref ``b``: nodes added, removed and modified,
         metadata field by field, and per array the chunk coordinates added, changed and
         removed. Unchanged manifest shards are never loaded."""
         return history.diff(self._core, a, b)
+
+    @overload
+    def merge(
+        self,
+        source: str,
+        branch: str = ...,
+        *,
+        solver: Solver = ...,
+        message: str | None = ...,
+        author: str | None = ...,
+        metadata: dict[str, Any] | None = ...,
+        fast_forward: bool = ...,
+        timeout: float = ...,
+        dry_run: Literal[False] = ...,
+    ) -> str: ...
+
+    @overload
+    def merge(
+        self,
+        source: str,
+        branch: str = ...,
+        *,
+        solver: Solver = ...,
+        message: str | None = ...,
+        author: str | None = ...,
+        metadata: dict[str, Any] | None = ...,
+        fast_forward: bool = ...,
+        timeout: float = ...,
+        dry_run: Literal[True],
+    ) -> MergePreview: ...
 
     def merge(
         self,
@@ -365,7 +378,8 @@ class Repo:
         metadata: dict[str, Any] | None = None,
         fast_forward: bool = True,
         timeout: float = 120.0,
-    ) -> str:
+        dry_run: bool = False,
+    ) -> str | MergePreview:
         """Merge ref ``source`` into ``branch``; returns the branch's new head.
 
         A fast-forward when ``branch`` is an ancestor of ``source`` (unless
@@ -374,7 +388,18 @@ class Repo:
         two parents. Conflicts (the same rules as commits) raise :class:`ConflictError`, or
         are resolved by ``solver="ours"`` (``branch`` keeps its version) or ``"theirs"``
         (``source``'s version wins).
+
+        With ``dry_run=True`` nothing is written: the merge is computed against the branch's
+        head as it is now and stopped before publishing, and a :class:`MergePreview` says
+        what it would do (its outcome, the conflicts it would report, and the changes the
+        branch would gain).
         """
+        if not isinstance(dry_run, bool):
+            raise InvalidInputError(f"dry_run must be True or False, got {dry_run!r}")
+        if dry_run:
+            return history.preview_merge(
+                self._core, source, branch, solver=solver, fast_forward=fast_forward
+            )
         return history.merge(
             self._core,
             source,
@@ -462,32 +487,23 @@ class Repo:
             b = branch or "main"
             return ReadonlySession(self._core, self.commit_at(b, as_of), branch=b)
         if tag is not None:
-            found = self._cat.get_ref(self._rid, validate_name(tag, "tag name"))
-            if found is None or found[0] != "tag":
-                raise NotFoundError(f"no tag {tag!r}")
-            return ReadonlySession(self._core, found[1])
+            return ReadonlySession(self._core, history.ref_commit(self._core, tag, "tag"))
         if branch is not None or (ref is None and commit is None):
             b = validate_name(branch or "main", "branch name")
-            head = self._cat.branch_head(self._rid, b)
-            if head is None:
-                raise NotFoundError(f"no branch {b!r}; branches: {sorted(self.branches())}")
+            head = history.branch_head(self._core, b)
             return ReadonlySession(self._core, head.id, branch=b, base=head)
         return ReadonlySession(self._core, self.resolve(commit or ref or ""))
 
     def commit_at(self, branch: str, when: datetime) -> str:
         """The commit that was the head of ``branch`` at time ``when`` (naive times are UTC)."""
-        validate_name(branch, "branch name")
-        ts = to_timestamp(when, "as_of")
-        found = self._cat.ref_at(self._rid, branch, ts)
-        if found is None:
-            raise NotFoundError(
-                f"branch {branch!r} did not exist (or was deleted) at {when.isoformat()}"
-            )
-        return found
+        return history.commit_at(self._core, branch, when)
 
     def sessions(self, include_closed: bool = False) -> list[SessionInfo]:
-        """Open sessions (with their expiry), oldest first."""
-        return [r.info() for r in self._cat.list_sessions(self._rid, include_closed)]
+        """Sessions not yet committed or abandoned, oldest first, each with its status by the
+        catalog's clock: ``open`` (it can stage and commit) or ``expired`` (it can do neither,
+        and no longer protects its objects from gc). ``include_closed`` adds ``committed`` and
+        ``abandoned`` ones."""
+        return self._cat.list_sessions(self._rid, include_closed)
 
     # -- maintenance ---------------------------------------------------------------------------
 
@@ -548,10 +564,3 @@ class Repo:
             overwrite=overwrite,
             progress=progress,
         )
-
-
-def _info(row: Any) -> CommitInfo:
-    parents = tuple(p for p in (row.parent_id, row.merge_parent_id) if p)
-    return CommitInfo(
-        row.id, parents, row.author, row.message, row.meta, from_epoch(row.created_at)
-    )

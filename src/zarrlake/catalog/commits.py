@@ -10,7 +10,7 @@ import sqlalchemy as sa
 import zarrlake.catalog.publish as pub
 from zarrlake.catalog.gc import GcQueries
 from zarrlake.catalog.refs import RefQueries
-from zarrlake.catalog.rows import COMMIT_COLS, CommitRow, commit_row
+from zarrlake.catalog.rows import COMMIT_COLS, CommitRow, batches, commit_row
 from zarrlake.catalog.schema import blobs, commit_keys, commits, refs
 from zarrlake.catalog.sessions import SessionQueries, refuse_session
 from zarrlake.errors import NotFoundError
@@ -167,6 +167,45 @@ class CommitQueries(RefQueries, SessionQueries, GcQueries):
                 r.id: (r.parent_id, r.merge_parent_id, int(r.generation))
                 for r in conn.execute(sa.select(graph))
             }
+
+    def graph_nodes(
+        self, repo_id: int, heads: Sequence[str]
+    ) -> dict[str, tuple[tuple[str, ...], float]]:
+        """Every commit reachable from ``heads`` through both parents: id -> (parents,
+        creation time). One recursive query; a parent that was expired is left out."""
+        cols = [commits.c.id, commits.c.parent_id, commits.c.merge_parent_id, commits.c.created_at]
+        base = sa.select(*cols).where(commits.c.repo_id == repo_id, commits.c.id.in_(list(heads)))
+        graph = base.cte("graph", recursive=True)
+        step = sa.select(*cols).join(
+            graph,
+            sa.and_(
+                commits.c.repo_id == repo_id,
+                sa.or_(
+                    commits.c.id == graph.c.parent_id,
+                    commits.c.id == graph.c.merge_parent_id,
+                ),
+            ),
+        )
+        graph = graph.union(step)
+        with self.read() as conn:
+            return {
+                r.id: (tuple(p for p in (r.parent_id, r.merge_parent_id) if p), float(r.created_at))
+                for r in conn.execute(sa.select(graph))
+            }
+
+    def commits_by_id(self, repo_id: int, ids: Sequence[str]) -> dict[str, CommitRow]:
+        """The commits of ``ids`` that exist, by id."""
+        out: dict[str, CommitRow] = {}
+        for batch in batches(list(ids)):
+            with self.read() as conn:
+                for r in conn.execute(
+                    sa.select(*COMMIT_COLS).where(
+                        commits.c.repo_id == repo_id, commits.c.id.in_(list(batch))
+                    )
+                ):
+                    row = commit_row(r)
+                    out[row.id] = row
+        return out
 
     def all_commits(self, repo_id: int) -> list[CommitRow]:
         """Every commit of a repo (for gc, expire and fsck)."""

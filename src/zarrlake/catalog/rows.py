@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 import zarrlake.catalog.dialect as dia
 from zarrlake.catalog.schema import commits, refs
+from zarrlake.model.lifecycle import session_status
 from zarrlake.types import SessionInfo, from_epoch
 
 __all__ = [
@@ -66,15 +67,15 @@ class SessionRow:
     expires_at: float
     commit_id: str | None
 
-    def info(self, status: str | None = None) -> SessionInfo:
-        """The public description of this session (``status`` overrides the stored one)."""
+    def info(self, now: float) -> SessionInfo:
+        """The public description of this session at catalog time ``now``."""
         return SessionInfo(
             self.id,
             self.branch,
             self.base_commit,
             self.author,
             self.isolation,
-            status or self.status,
+            session_status(self.status, self.expires_at, now),
             from_epoch(self.created_at),
             from_epoch(self.expires_at),
             self.commit_id,

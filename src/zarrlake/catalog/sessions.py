@@ -23,6 +23,7 @@ from zarrlake.catalog.rows import (
 from zarrlake.catalog.schema import reads, sessions, staged
 from zarrlake.errors import NotFoundError, SessionClosedError, SessionExpiredError
 from zarrlake.faults import crash_point
+from zarrlake.types import SessionInfo
 
 __all__ = ["SessionQueries", "refuse_session"]
 
@@ -92,12 +93,23 @@ class SessionQueries(CatalogBase):
             raise NotFoundError(f"no session {session_id!r}")
         return session_row(row)
 
-    def list_sessions(self, repo_id: int, include_closed: bool = False) -> list[SessionRow]:
-        q = sa.select(sessions).where(sessions.c.repo_id == repo_id)
+    def session_and_clock(self, session_id: str) -> tuple[SessionRow, float]:
+        """A session as the catalog records it, and the catalog's clock (one query)."""
+        with self.read() as conn:
+            row = conn.execute(_session_now(self.dialect), {"s_id": session_id}).first()
+        if row is None:
+            raise NotFoundError(f"no session {session_id!r}")
+        return session_row(row), float(row.now)
+
+    def list_sessions(self, repo_id: int, include_closed: bool = False) -> list[SessionInfo]:
+        """A repo's sessions, oldest first, each with its status at the catalog's clock: those
+        not closed (``open`` or ``expired``), or every one with ``include_closed``."""
+        q = sa.select(sessions, dia.now_column(self.dialect)).where(sessions.c.repo_id == repo_id)
         if not include_closed:
             q = q.where(sessions.c.status == "open")
         with self.read() as conn:
-            return [session_row(r) for r in conn.execute(q.order_by(sessions.c.created_at))]
+            rows = conn.execute(q.order_by(sessions.c.created_at, sessions.c.id)).all()
+        return [session_row(r).info(float(r.now)) for r in rows]
 
     def check_session(self, conn: sa.Connection, session_id: str) -> tuple[SessionRow, float]:
         """The session, refused unless open and unexpired, and the catalog's clock (one

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from zarrlake.model.changes import SnapshotReader
 from zarrlake.model.index import IndexNode, ManifestIndex
 from zarrlake.model.manifest import Shard
-from zarrlake.model.metadata import NodeMeta
+from zarrlake.model.metadata import NodeMeta, parse_node_meta
 
 __all__ = ["Overlay"]
 
@@ -24,7 +24,10 @@ class Overlay:
         return found[1] if found is not None else self.reader.meta_bytes(h)
 
     def node_meta(self, h: bytes) -> NodeMeta:
-        return self.reader.node_meta(h)
+        found = self.blobs.get(h)
+        if found is None:
+            return self.reader.node_meta(h)
+        return parse_node_meta(found[1], strict=False)
 
     def index(self, h: bytes) -> ManifestIndex:
         found = self.blobs.get(h)

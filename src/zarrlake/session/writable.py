@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from datetime import datetime, timedelta
@@ -31,6 +30,7 @@ from zarrlake.model import (
     content_hash,
     parse_node_meta,
 )
+from zarrlake.model.lifecycle import SessionStatus
 from zarrlake.model.manifest import INLINE_LIMIT
 from zarrlake.session.base import Session
 from zarrlake.session.committer import (
@@ -45,6 +45,7 @@ from zarrlake.session.committer import (
 from zarrlake.session.keys import Target, could_be_chunk_key, key_coords, row_ref, under
 from zarrlake.session.opener import SessionOpener
 from zarrlake.session.ops import DropNode, Op, PutRow, RecordRead, packable, placed
+from zarrlake.session.record import SessionRecord
 from zarrlake.session.stager import Stager
 from zarrlake.types import SessionInfo, from_epoch, validate_metadata, validate_text
 
@@ -81,7 +82,7 @@ class WritableSession(Session):
         self.id: str = row.id
         self.branch: str = row.branch
         self.isolation: str = row.isolation
-        self._row = row
+        self._record = SessionRecord(row, created_now=created_here)
         self._committed: str | None = None
         self._closed: str | None = None  # "committed" | "abandoned" once this process closed it
         self.durable = not created_here
@@ -119,41 +120,35 @@ class WritableSession(Session):
         return self._committed
 
     @property
-    def state(self) -> str:
-        """``open``, ``committed``, ``abandoned`` or ``expired``, as this process knows it
-        (:meth:`info` asks the catalog)."""
-        if self._closed is not None:
-            return self._closed
-        if self._row.status != "open":
-            return self._row.status
-        return "expired" if time.time() >= self._row.expires_at else "open"
+    def state(self) -> SessionStatus:
+        """``open``, ``expired``, ``committed`` or ``abandoned``, as this process knows it,
+        without a query: expiry by the catalog's clock as last measured against this
+        machine's (:meth:`info` asks the catalog)."""
+        return self._record.status(self._closed)
 
     def info(self) -> SessionInfo:
         """This session as the catalog records it now (status, expiry, commit)."""
-        row = self._core.catalog.get_session(self.id)
-        self._row = row
-        expired = row.status == "open" and self._core.catalog.clock() >= row.expires_at
-        return row.info("expired" if expired else None)
+        row, now = self._core.catalog.session_and_clock(self.id)
+        self._record.saw(row, now)
+        return row.info(now)
 
     @property
     def expires_at(self) -> datetime:
-        return from_epoch(self._row.expires_at)
+        return from_epoch(self._record.row.expires_at)
 
     @property
     def created_at(self) -> datetime:
-        return from_epoch(self._row.created_at)
+        return from_epoch(self._record.row.created_at)
 
     @property
     def author(self) -> str:
-        return self._row.author
+        return self._record.row.author
 
     def opener(self) -> Callable[[], StoreSession]:
         return SessionOpener(self.config, session_id=self.id)
 
     def __repr__(self) -> str:
-        state = (
-            f"committed as {self._committed[:10]}" if self._committed else (self._closed or "open")
-        )
+        state = f"committed as {self._committed[:10]}" if self._committed else self.state
         return (
             f"<WritableSession {self.id} branch={self.branch!r} base={self.base_commit[:10]} "
             f"{state} expires={self.expires_at.isoformat(timespec='seconds')}>"
@@ -265,21 +260,20 @@ class WritableSession(Session):
         if self._closed is not None:
             what = f"committed as {self._committed}" if self._committed else self._closed
             raise SessionClosedError(f"session {self.id} was {what}; open a new writable session")
-        if time.time() >= self._row.expires_at:
+        if self._record.may_have_expired():
             # Our copy of the row may be stale (another process extended the session), and
             # only the catalog's clock decides.
-            self._row = self._core.catalog.get_session(self.id)
-        if self._row.status != "open":
-            raise SessionClosedError(f"session {self.id} is {self._row.status}; open a new session")
-        if (
-            time.time() >= self._row.expires_at
-            and self._core.catalog.clock() >= self._row.expires_at
-        ):
-            raise SessionExpiredError(
-                f"session {self.id} expired at {from_epoch(self._row.expires_at).isoformat()}; "
-                "its writes can no longer be staged or committed. Open a new session "
-                "(and extend long-running ones with session.extend())"
-            )
+            row, now = self._core.catalog.session_and_clock(self.id)
+            self._record.saw(row, now)
+            if row.status == "open" and now >= row.expires_at:
+                raise SessionExpiredError(
+                    f"session {self.id} expired at "
+                    f"{from_epoch(row.expires_at).isoformat()}; its writes can no longer "
+                    "be staged or committed. Open a new session (and extend long-running ones "
+                    "with session.extend())"
+                )
+        if (status := self._record.row.status) != "open":
+            raise SessionClosedError(f"session {self.id} is {status}; open a new session")
 
     def _plan_write(self, key: str, data: bytes | memoryview) -> tuple[Op, bytes | None]:
         """Check and hash ``data``: what to stage, and the hash of the object to store first
@@ -473,22 +467,22 @@ class WritableSession(Session):
         if self._closed is not None:
             what = f"committed as {self._committed}" if self._committed else self._closed
             raise SessionClosedError(f"session {self.id} was already {what}; open a new session")
-        return self._row
+        return self._record.row
 
     def extend(self, by: timedelta = DEFAULT_EXPIRY) -> datetime:
         """Push the expiry to ``now + by`` (never past 7 days after creation); returns it."""
         self._require_open()
         if not isinstance(by, timedelta) or by.total_seconds() <= 0:
             raise InvalidInputError("extend(by=...) takes a positive timedelta")
-        self._row = self._core.catalog.update_session(
+        self._record.row = self._core.catalog.update_session(
             self.id, extend_by=by.total_seconds(), max_life=MAX_EXPIRY.total_seconds()
         )
-        return from_epoch(self._row.expires_at)
+        return from_epoch(self._record.row.expires_at)
 
     def abandon(self) -> None:
         """Discard the session's staged changes and close it."""
         self._require_open()
-        self._row = self._core.catalog.update_session(self.id, status="abandoned")
+        self._record.row = self._core.catalog.update_session(self.id, status="abandoned")
         self._closed = "abandoned"
         self._local.clear()
         self._metas, self._metas_local = {}, {}
@@ -581,7 +575,7 @@ class WritableSession(Session):
         return Staged(
             self.id,
             self.branch,
-            self._row.author,
+            self._record.row.author,
             self.base_commit,
             self._base_root,
             self._staged_state(),

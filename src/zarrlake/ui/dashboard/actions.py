@@ -5,6 +5,8 @@ Keyword names follow the engine's vocabulary; a rename there is a change here on
 
 from __future__ import annotations
 
+from typing import Literal, cast
+
 from zarrlake import Repo
 from zarrlake.ui.dashboard.common import Writes
 
@@ -30,4 +32,6 @@ def revert(repo: Repo, writes: Writes, token: str, commit: str, branch: str) -> 
 
 def merge(repo: Repo, writes: Writes, token: str, source: str, into: str, solver: str) -> str:
     writes.check(token)
-    return repo.merge(source, branch=into, solver=solver, author=AUTHOR)  # type: ignore[arg-type]
+    # the engine checks the solver's value; the page only passes the one the user picked
+    choice = cast(Literal["fail", "ours", "theirs"], solver)
+    return repo.merge(source, branch=into, solver=choice, author=AUTHOR)

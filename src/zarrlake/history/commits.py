@@ -1,0 +1,65 @@
+"""Commits seen from history operations: their snapshots, merge bases and diffs."""
+
+from __future__ import annotations
+
+from zarrlake.catalog import CommitRow
+from zarrlake.core import RepoCore
+from zarrlake.errors import NotFoundError
+from zarrlake.history.refs import resolve_ref
+from zarrlake.model import Root
+from zarrlake.model.diff import Diff, diff_roots
+from zarrlake.model.graph import merge_base as _walk_merge_base
+from zarrlake.types import CommitInfo, check_limit, from_epoch
+
+__all__ = ["branch_head", "commit_info", "commit_root", "diff", "log", "merge_base"]
+
+
+def merge_base(core: RepoCore, a: str, b: str) -> str | None:
+    """The best common ancestor of two commits (``None`` if they share no history)."""
+    if a == b:
+        return a
+    cat = core.catalog
+    ga = cat.get_commit(core.repo_id, a).generation
+    gb = cat.get_commit(core.repo_id, b).generation
+    return _walk_merge_base(
+        a, ga, b, gb, lambda heads, low: cat.commit_graph(core.repo_id, heads, low)
+    )
+
+
+def branch_head(core: RepoCore, branch: str) -> CommitRow:
+    """The head commit of a branch; :class:`NotFoundError` naming the branches there are."""
+    head = core.catalog.branch_head(core.repo_id, branch)
+    if head is None:
+        branches = sorted(core.catalog.list_refs(core.repo_id, "branch"))
+        raise NotFoundError(f"no branch {branch!r}; branches: {branches}")
+    return head
+
+
+def _info(row: CommitRow) -> CommitInfo:
+    parents = tuple(p for p in (row.parent_id, row.merge_parent_id) if p)
+    return CommitInfo(
+        row.id, parents, row.author, row.message, row.meta, from_epoch(row.created_at)
+    )
+
+
+def commit_info(core: RepoCore, commit: str) -> CommitInfo:
+    """One commit as the log shows it."""
+    return _info(core.catalog.get_commit(core.repo_id, commit))
+
+
+def log(core: RepoCore, head: str, limit: object) -> list[CommitInfo]:
+    """``head`` and its first-parent ancestors, newest first."""
+    return [_info(r) for r in core.catalog.ancestry(core.repo_id, head, check_limit(limit))]
+
+
+def commit_root(core: RepoCore, commit: str) -> tuple[CommitRow, Root]:
+    row = core.catalog.get_commit(core.repo_id, commit)
+    return row, core.reader.root(row.root_hash)
+
+
+def diff(core: RepoCore, a: str, b: str) -> Diff:
+    """What changed from ref ``a`` to ref ``b``."""
+    ca, cb = resolve_ref(core, a), resolve_ref(core, b)
+    _, ra = commit_root(core, ca)
+    _, rb = commit_root(core, cb)
+    return diff_roots(ra, rb, core.reader, labels=(ca, cb))

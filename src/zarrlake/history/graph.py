@@ -1,0 +1,64 @@
+"""The commit graph of a repo, page by page: the engine's one answer to "what does the
+history look like", drawn by the dashboard, the CLI and the widgets alike."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from zarrlake.core import RepoCore
+from zarrlake.errors import InvalidInputError, NotFoundError
+from zarrlake.history.refs import resolve_ref
+from zarrlake.model.graph import CommitGraph, GraphRow, lay_out, topo_order
+from zarrlake.types import CommitInfo, check_limit, from_epoch
+
+__all__ = ["graph"]
+
+
+def _heads(core: RepoCore, refs: Sequence[str] | None) -> dict[str, str]:
+    """Ref label -> commit: every branch and tag (``tag:<name>``), or the refs asked for."""
+    branches = core.catalog.list_refs(core.repo_id, "branch")
+    tags = {f"tag:{n}": c for n, c in core.catalog.list_refs(core.repo_id, "tag").items()}
+    if refs is None:
+        return {**branches, **tags}
+    if isinstance(refs, str) or not all(isinstance(r, str) for r in refs):
+        raise InvalidInputError("refs must be a list of ref names or expressions")
+    out: dict[str, str] = {}
+    for r in refs:
+        label = f"tag:{r}" if f"tag:{r}" in tags and r not in branches else r
+        out[label] = resolve_ref(core, r)
+    return out
+
+
+def graph(
+    core: RepoCore, refs: Sequence[str] | None = None, offset: int = 0, limit: int | None = 100
+) -> CommitGraph:
+    """The commits reachable from ``refs`` (default: every branch and tag), in drawing order
+    with their lanes; only rows ``offset`` to ``offset + limit`` are loaded in full."""
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise InvalidInputError(f"offset must be an integer >= 0, got {offset!r}")
+    limit = check_limit(limit)
+    heads = _heads(core, refs)
+    dag = core.catalog.graph_nodes(core.repo_id, sorted(set(heads.values())))
+    order = topo_order(dag)
+    pin = heads.get("main", next(iter(heads.values()), None)) if refs is None else None
+    lanes = lay_out(order, dag, heads.get(refs[0]) if refs else pin)
+    width = 1 + max((max((lane, *(b for _, b in e))) for lane, e in lanes), default=-1)
+    end = len(order) if limit is None else min(len(order), offset + limit)
+    page = order[offset:end]
+    rows = core.catalog.commits_by_id(core.repo_id, page)
+    at: dict[str, list[str]] = {}
+    for label, commit in sorted(heads.items(), key=lambda kv: (kv[0] != "main", kv[0])):
+        at.setdefault(commit, []).append(label)
+    out: list[GraphRow] = []
+    for i, cid in enumerate(page, start=offset):
+        row = rows.get(cid)
+        if row is None:
+            raise NotFoundError(f"commit {cid} was expired while the graph was read; read it again")
+        parents = tuple(p for p in (row.parent_id, row.merge_parent_id) if p)
+        info = CommitInfo(
+            row.id, parents, row.author, row.message, row.meta, from_epoch(row.created_at)
+        )
+        lane, edges = lanes[i]
+        out.append(GraphRow(info, lane, edges, tuple(at.get(cid, ()))))
+    incoming = lanes[offset - 1][1] if 0 < offset <= len(lanes) else ()
+    return CommitGraph(tuple(out), len(order), offset, width, incoming, heads)

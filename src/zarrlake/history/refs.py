@@ -1,0 +1,91 @@
+"""Ref expressions resolved against a repo: branches, tags, commit ids and prefixes, ref log
+positions and times, ancestors (the grammar is :mod:`zarrlake.model.refexpr`)."""
+
+from __future__ import annotations
+
+from zarrlake.core import RepoCore
+from zarrlake.errors import InvalidRefError, NotFoundError
+from zarrlake.model.refexpr import RefExpr, parse_ref_expr
+
+__all__ = ["resolve_ref"]
+
+_COMMIT_PREFIX_MIN = 4
+
+
+def _lookup_base(core: RepoCore, name: str) -> str:
+    """A branch, tag, commit id or unique commit id prefix."""
+    hexlike = _COMMIT_PREFIX_MIN <= len(name) <= 40 and all(c in "0123456789abcdef" for c in name)
+    found = core.catalog.lookup(core.repo_id, name, prefix=hexlike)
+    ref = [c for what, c in found if what == "ref"]
+    if ref:
+        return ref[0]  # refs first, as git does
+    if hexlike:
+        matches = [c for what, c in found if what == "commit"]
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            raise InvalidRefError(f"commit prefix {name!r} is ambiguous; give more characters")
+    raise NotFoundError(
+        f"no branch, tag or commit {name!r} in repo {core.name!r}; "
+        f"branches: {sorted(core.catalog.list_refs(core.repo_id, 'branch'))}, "
+        f"tags: {sorted(core.catalog.list_refs(core.repo_id, 'tag'))}"
+    )
+
+
+def _from_reflog(core: RepoCore, expr: RefExpr, text: str) -> str:
+    cat = core.catalog
+    if expr.position is not None:
+        row = cat.reflog_position(core.repo_id, expr.base, expr.position)
+        if row is None:
+            total = len(cat.reflog(core.repo_id, expr.base))
+            if total == 0:
+                raise NotFoundError(f"{text!r}: {expr.base!r} has no ref log (is it a ref?)")
+            raise NotFoundError(
+                f"{text!r}: the ref log of {expr.base!r} holds only {total} position(s) "
+                f"(@{{0}} to @{{{total - 1}}})"
+            )
+        if row.new_commit is None:
+            raise NotFoundError(f"{text!r}: {expr.base!r} was deleted at that position")
+        return row.new_commit
+    assert expr.at is not None
+    found = cat.ref_at(core.repo_id, expr.base, expr.at.timestamp())  # slack: see ref_at
+    if found is None:
+        raise NotFoundError(
+            f"{text!r}: {expr.base!r} did not exist (or was deleted) at {expr.at.isoformat()}"
+        )
+    return found
+
+
+def _parent(core: RepoCore, commit: str, n: int, text: str) -> str:
+    if n == 0:
+        return commit
+    row = core.catalog.get_commit(core.repo_id, commit)
+    parents = [p for p in (row.parent_id, row.merge_parent_id) if p]
+    if n > len(parents):
+        raise NotFoundError(f"{text!r}: commit {commit[:10]} has {len(parents)} parent(s)")
+    return parents[n - 1]
+
+
+def resolve_ref(core: RepoCore, text: object) -> str:
+    """The commit id a ref expression names (see :mod:`zarrlake.model.refexpr`).
+
+    Raises :class:`InvalidRefError` when the expression is malformed or a prefix ambiguous,
+    :class:`NotFoundError` when it names nothing.
+    """
+    expr = parse_ref_expr(text)
+    assert isinstance(text, str)
+    if not expr.steps and not expr.uses_reflog:
+        return _lookup_base(core, expr.base)  # the common case: one query
+    commit = _from_reflog(core, expr, text) if expr.uses_reflog else _lookup_base(core, expr.base)
+    for step in expr.steps:
+        if step.kind == "^":
+            commit = _parent(core, commit, step.n, text)
+            continue
+        found = core.catalog.nth_ancestor(core.repo_id, commit, step.n)
+        if found is None:
+            raise NotFoundError(
+                f"{text!r}: the first-parent history of {commit[:10]} is less than {step.n} "
+                "commits deep (or was expired)"
+            )
+        commit = found
+    return commit

@@ -1,0 +1,67 @@
+"""A session's status is the engine's: derived from the catalog's clock, the same in
+``repo.sessions()``, ``session.info()``, ``session.state`` and the session's repr."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import timedelta
+
+import numpy as np
+import pytest
+import zarr
+
+import zarrlake
+
+
+def _expired_session(repo: zarrlake.Repo) -> zarrlake.WritableSession:
+    s = repo.writable_session(expires_in=timedelta(seconds=1))
+    g = zarr.open_group(s.store, mode="w")
+    g.create_array("a", shape=(4,), chunks=(2,), dtype="i4")
+    s.flush()
+    time.sleep(1.3)
+    return s
+
+
+def test_an_expired_session_reads_expired_everywhere(
+    make_repo: Callable[..., zarrlake.Repo],
+) -> None:
+    repo = make_repo()
+    live = repo.writable_session(expires_in=timedelta(hours=1))
+    s = _expired_session(repo)
+    listed = {i.id: i.status for i in repo.sessions()}
+    assert listed == {live.id: "open", s.id: "expired"}
+    assert s.info().status == "expired"
+    assert s.state == "expired"
+    assert " expired " in repr(s)
+    assert live.state == "open"
+    assert " open " in repr(live)
+
+
+def test_the_repr_says_expired_after_the_write_that_was_refused(
+    make_repo: Callable[..., zarrlake.Repo],
+) -> None:
+    repo = make_repo()
+    s = _expired_session(repo)
+    arr = zarr.open_array(s.store, path="a", mode="r+")
+    with pytest.raises(zarrlake.SessionExpiredError):
+        arr[:] = np.arange(4, dtype="i4")
+    assert " expired " in repr(s)
+    assert "open" not in repr(s)
+
+
+def test_closed_sessions_keep_their_final_status(
+    make_repo: Callable[..., zarrlake.Repo],
+) -> None:
+    repo = make_repo()
+    done = repo.writable_session()
+    zarr.open_group(done.store, mode="w")
+    done.commit("c")
+    gone = repo.writable_session()
+    gone.abandon()
+    every = {i.id: i.status for i in repo.sessions(include_closed=True)}
+    assert every[done.id] == "committed"
+    assert every[gone.id] == "abandoned"
+    assert done.state == "committed"
+    assert gone.state == "abandoned"
+    assert repo.sessions() == []
