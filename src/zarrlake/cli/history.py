@@ -15,7 +15,6 @@ from zarrlake.cli._output import (
 )
 
 if TYPE_CHECKING:
-    import zarrlake
     from zarrlake import CommitInfo
 
 __all__ = ["register"]
@@ -25,31 +24,15 @@ def _first_line(text: str) -> str:
     return text.splitlines()[0] if text else ""
 
 
-def _walk(repo: zarrlake.Repo, ref: str, limit: int | None) -> dict[str, CommitInfo]:
-    """Commits reachable from ``ref`` through every parent (merges included), newest first,
-    at most ``limit`` per first-parent chain."""
-    found: dict[str, CommitInfo] = {}
-    todo = [repo.resolve(ref)]
-    while todo:
-        start = todo.pop()
-        if start in found:
-            continue
-        for c in repo.log(start, limit=limit):
-            if c.id in found:
-                break
-            found[c.id] = c
-            todo += [p for p in c.parents[1:] if p not in found]
-    return found
-
-
 def _cmd_log(args: argparse.Namespace) -> int:
-    from zarrlake.cli._graph import graph_lines, topo_order
+    from zarrlake.cli._graph import graph_lines
     from zarrlake.display._base import fmt_time
 
     repo = open_repo(args)
     ref = args.ref_operand or args.ref
     if args.graph:
-        commits = topo_order(_walk(repo, ref, args.n))[: args.n]
+        graph = repo.graph([ref], limit=args.n)
+        commits = [r.commit for r in graph.rows]
     else:
         commits = repo.log(ref, limit=args.n)
     if args.json:
@@ -62,7 +45,7 @@ def _cmd_log(args: argparse.Namespace) -> int:
             cid = c.id[:10] if tty else c.id
             return f"{cid}  {fmt_time(c.created_at)}  {c.author}  {_first_line(c.message)}"
 
-        for line in graph_lines(commits, describe):
+        for line in graph_lines(graph.rows, graph.incoming, graph.width, describe):
             print(line)
         return 0
     tty = stdout_is_tty()

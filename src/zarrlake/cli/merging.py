@@ -4,14 +4,47 @@ from __future__ import annotations
 
 import argparse
 
-from zarrlake.cli import _engine
+from zarrlake.cli import EXIT_CONFLICT, _engine
 from zarrlake.cli._common import Operand, add_lake_args, open_repo
-from zarrlake.cli._output import emit_json
+from zarrlake.cli._output import conflict_json, diff_json, emit_json
 
 __all__ = ["register"]
 
 
+def _cmd_preview(args: argparse.Namespace) -> int:
+    from zarrlake.display import conflict_text, diff_text
+
+    repo = open_repo(args)
+    p = repo.merge(
+        args.source, args.into, solver=args.solver, fast_forward=not args.no_ff, dry_run=True
+    )
+    if args.json:
+        emit_json(
+            {
+                "result": p.outcome,
+                "refused": p.refused,
+                "branch": p.into,
+                "source": p.source_commit,
+                "head": p.head,
+                "base": p.base,
+                "solver": p.solver,
+                "conflicts": [conflict_json(c) for c in p.conflicts],
+                "changes": None if p.changes is None else diff_json(p.changes),
+            }
+        )
+    else:
+        print(f"dry run: {p.summary()}")
+        for c in p.conflicts:
+            print(f"  - {conflict_text(c)}")
+        if p.changes is not None and p.outcome != "up-to-date":
+            print(f"{p.into} would change:")
+            print(diff_text(p.changes))
+    return EXIT_CONFLICT if p.refused else 0
+
+
 def _cmd_merge(args: argparse.Namespace) -> int:
+    if args.dry_run:
+        return _cmd_preview(args)
     repo = open_repo(args)
     before = repo.branches().get(args.into)
     source = repo.resolve(args.source)
@@ -73,6 +106,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sp.add_argument("-m", "--message", help="the merge commit's message")
     sp.add_argument(
         "--no-ff", action="store_true", help="record a merge commit even if a fast-forward would do"
+    )
+    sp.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="say what the merge would do (conflicts, changes) and write nothing; exit 3 if it "
+        "would be refused",
     )
     sp.add_argument("--json", action="store_true", help="print JSON (see docs/cli.md)")
     sp.set_defaults(func=_cmd_merge)

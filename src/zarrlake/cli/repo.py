@@ -102,11 +102,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     sp = sub.add_parser(
         "sessions",
-        help="list open sessions and their expiry (--abandon ID discards one)",
-        description="List open writable sessions with their expiry (--all: closed ones too).",
+        help="list sessions not yet committed or abandoned, with their status and expiry "
+        "(--abandon ID discards one)",
+        description="List writable sessions not yet committed or abandoned, each open or "
+        "expired by the catalog's clock, with their expiry (--all: committed and abandoned "
+        "ones too).",
     )
     add_lake_args(sp)
-    sp.add_argument("--all", action="store_true", help="include committed, abandoned, expired")
+    sp.add_argument("--all", action="store_true", help="include committed and abandoned ones")
     sp.add_argument("--abandon", metavar="ID", help="abandon session ID (its staged writes go)")
     sp.add_argument("--json", action="store_true", help="print JSON (see docs/cli.md)")
     sp.set_defaults(func=_cmd_sessions)

@@ -6,7 +6,8 @@ import json
 import re
 import subprocess
 import sys
-from datetime import UTC, datetime
+import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -131,6 +132,37 @@ def test_merge_conflict_exits_3_and_lists_the_conflicts(lake: Lake) -> None:
     solved = lake.json("merge", "dev", "--solver", "theirs")
     assert solved["result"] == "merge"
     assert solved["branch"] == "main"
+
+
+def test_merge_dry_run_says_what_the_merge_would_do_and_writes_nothing(lake: Lake) -> None:
+    repo, c1, _ = _history(lake)
+    lake.run("branch", "dev", c1)
+    _write(repo, "dev", (slice(20, 40), slice(0, 20)), 4.0, "dev writes the same chunk")
+    before = repo.branches()["main"]
+    p = lake.run("merge", "dev", "--dry-run")
+    assert p.returncode == 3
+    assert p.stdout.splitlines()[0] == "dry run: dev into main: refused, 1 conflict (solver 'fail')"
+    assert "chunk conflict at /temp chunk (1, 0)" in p.stdout
+    doc = json.loads(lake.run("merge", "dev", "--dry-run", "--json").stdout)
+    assert doc["result"] == "merge"
+    assert doc["refused"] is True
+    assert [(c["path"], c["chunk"]) for c in doc["conflicts"]] == [("temp", [1, 0])]
+    assert doc["changes"] is None
+    ok = lake.json("merge", "dev", "--dry-run", "--solver", "theirs")
+    assert ok["refused"] is False
+    assert ok["changes"]["nodes"][0]["chunks_changed"] == 1  # chunk (1, 0) takes dev's bytes
+    assert repo.branches()["main"] == before  # nothing was written
+
+
+def test_sessions_show_an_expired_session_as_expired(lake: Lake) -> None:
+    repo = lake.open()
+    s = repo.writable_session(expires_in=timedelta(seconds=1))
+    time.sleep(1.2)
+    (row,) = [r for r in lake.json("sessions")["sessions"] if r["id"] == s.id]
+    assert row["status"] == "expired"
+    line = next(ln for ln in lake.run("sessions").stdout.splitlines() if s.id in ln)
+    assert "expired" in line
+    assert "open" not in line
 
 
 def test_revert_and_a_conflicting_revert(lake: Lake) -> None:
