@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from zarrlake import _xarray_hook
 from zarrlake._optional import MissingExtraError
+from zarrlake.catalog import CatalogUpgrade
 from zarrlake.errors import (
     AlreadyExistsError,
     CatalogError,
@@ -44,7 +45,7 @@ from zarrlake.maintenance import ExpireReport, ExportReport, FsckIssue, FsckRepo
 from zarrlake.model.diff import Diff, DiffSummary, FieldChange, NodeDiff
 from zarrlake.model.graph import CommitGraph, GraphRow
 from zarrlake.model.preview import MergePreview
-from zarrlake.repo import Repo
+from zarrlake.repo import Repo, upgrade_catalog
 from zarrlake.session import ReadonlySession, Session, WritableSession
 from zarrlake.store import LakeStore
 from zarrlake.types import CommitInfo, RefLogEntry, RepoConfig, SessionInfo
@@ -57,6 +58,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AlreadyExistsError",
     "CatalogError",
+    "CatalogUpgrade",
     "ChunkCorruptionError",
     "CommitGraph",
     "CommitInfo",
@@ -102,6 +104,7 @@ __all__ = [
     "WritableSession",
     "ZarrlakeError",
     "__version__",
+    "upgrade_catalog",
 ]
 
 _xarray_hook.install()

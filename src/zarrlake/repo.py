@@ -12,14 +12,15 @@ from typing import Any, Literal, overload
 import zarrlake.history as history
 import zarrlake.maintenance as maintenance
 from zarrlake._optional import load
-from zarrlake.catalog import Catalog
+from zarrlake.catalog import CatalogUpgrade
+from zarrlake.catalog import upgrade_catalog as catalog_upgrade
 from zarrlake.core import RepoCore, create_core, open_core
 from zarrlake.errors import (
     InvalidInputError,
     NotFoundError,
 )
 from zarrlake.maintenance import ExpireReport, ExportReport, FsckReport, GCReport
-from zarrlake.model import Root, Solver, content_hash
+from zarrlake.model import Solver
 from zarrlake.model.diff import Diff
 from zarrlake.model.graph import CommitGraph
 from zarrlake.model.preview import MergePreview
@@ -30,6 +31,7 @@ from zarrlake.session import (
     Session,
     WritableSession,
     join_session,
+    list_sessions,
     start_session,
 )
 from zarrlake.types import (
@@ -38,13 +40,12 @@ from zarrlake.types import (
     RefLogEntry,
     RepoConfig,
     SessionInfo,
-    new_commit_id,
     safe_url,
     validate_name,
     validate_text,
 )
 
-__all__ = ["Repo", "RepoConfig"]
+__all__ = ["Repo", "RepoConfig", "upgrade_catalog"]
 
 CATALOG_FILE = "catalog.db"
 
@@ -63,6 +64,26 @@ def _author(author: object) -> str:
 def _local_catalog(location: str | os.PathLike[str]) -> tuple[Path, str]:
     path = Path(location).expanduser().absolute()
     return path, f"sqlite:///{path / CATALOG_FILE}"
+
+
+def upgrade_catalog(
+    location: str | os.PathLike[str] | None = None, *, catalog: str | None = None
+) -> CatalogUpgrade:
+    """Upgrade a catalog's schema to this release's version, in one transaction.
+
+    Give the lake's directory (embedded default) or ``catalog=`` (a SQLAlchemy URL). Opening
+    a catalog never changes its schema: one made by an earlier zarrlake is refused until it
+    is upgraded, and once upgraded, earlier releases refuse it. Upgrade when every client of
+    a shared catalog runs this release. ``zarrlake catalog upgrade`` does the same.
+    """
+    if (location is None) == (catalog is None):
+        raise InvalidInputError("give the lake's directory or catalog= (a SQLAlchemy URL)")
+    if location is not None:
+        path, catalog = _local_catalog(location)
+        if not (path / CATALOG_FILE).exists():
+            raise NotFoundError(f"no zarrlake repo at {path} (create one with zarrlake init)")
+    assert catalog is not None
+    return catalog_upgrade(catalog)
 
 
 class Repo:
@@ -160,15 +181,7 @@ class Repo:
             storage_url = storage
             if "://" not in storage_url:
                 storage_url = str(Path(storage_url).expanduser().absolute())
-        data = Root().encode()
-        core = create_core(
-            config,
-            storage_url,
-            content_hash(data),
-            data,
-            new_commit_id(),
-            _author(author),
-        )
+        core = create_core(config, storage_url, _author(author))
         return cls(core)
 
     @classmethod
@@ -207,14 +220,6 @@ class Repo:
         if not isinstance(config, RepoConfig):
             raise InvalidInputError(f"expected a RepoConfig, got {type(config).__name__}")
         return cls(open_core(config))
-
-    @property
-    def _cat(self) -> Catalog:
-        return self._core.catalog
-
-    @property
-    def _rid(self) -> int:
-        return self._core.repo_id
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Repo.from_config, (self.config,))
@@ -503,7 +508,7 @@ class Repo:
         catalog's clock: ``open`` (it can stage and commit) or ``expired`` (it can do neither,
         and no longer protects its objects from gc). ``include_closed`` adds ``committed`` and
         ``abandoned`` ones."""
-        return self._cat.list_sessions(self._rid, include_closed)
+        return list_sessions(self._core, include_closed)
 
     # -- maintenance ---------------------------------------------------------------------------
 

@@ -96,8 +96,22 @@ def test_opening_an_empty_catalog_file_creates_nothing(tmp_path: Path) -> None:
     empty.touch()
     with pytest.raises(zarrlake.NotFoundError, match="no zarrlake catalog"):
         zarrlake.Repo.open(catalog=f"sqlite:///{empty}")
-    with sqlite3.connect(empty) as conn:
-        assert conn.execute("SELECT name FROM sqlite_master").fetchall() == []
+    assert empty.read_bytes() == b""  # no SQLite header written into it
+    with pytest.raises(zarrlake.NotFoundError, match="empty"):
+        zarrlake.Repo.create(catalog=f"sqlite:///{empty}", storage=str(tmp_path / "objects"))
+    assert empty.read_bytes() == b""
+
+
+def test_a_file_of_another_program_is_refused_unchanged(tmp_path: Path) -> None:
+    foreign = tmp_path / "notes.db"
+    foreign.write_bytes(b"my notes\n")
+    for call in (
+        lambda: zarrlake.Repo.open(catalog=f"sqlite:///{foreign}"),
+        lambda: zarrlake.Repo.create(catalog=f"sqlite:///{foreign}", storage=str(tmp_path)),
+    ):
+        with pytest.raises(zarrlake.CatalogError, match="not a SQLite database"):
+            call()
+    assert foreign.read_bytes() == b"my notes\n"
 
 
 def test_a_missing_catalog_file_is_not_created_by_open(tmp_path: Path) -> None:
@@ -122,7 +136,7 @@ def test_a_schema_version_that_is_not_a_number(tmp_path: Path) -> None:
     with sqlite3.connect(tmp_path / "lake" / "catalog.db") as conn:
         conn.execute("UPDATE zl_info SET value = 'three' WHERE key = 'schema_version'")
     zarrlake.catalog.forget_catalog(f"sqlite:///{tmp_path / 'lake' / 'catalog.db'}")
-    with pytest.raises(zarrlake.SchemaVersionError, match="not a number"):
+    with pytest.raises(zarrlake.SchemaVersionError, match="not a version zarrlake ever wrote"):
         zarrlake.Repo.open(tmp_path / "lake")
 
 

@@ -25,6 +25,7 @@ from tests.integration._workers import (
     stage_and_hang,
     uniform_value,
 )
+from zarrlake.testing import LakeProbe
 
 pytestmark = pytest.mark.slow
 
@@ -77,10 +78,11 @@ def test_writer_killed_before_commit_leaves_repo_valid(
     assert proc.exitcode == -signal.SIGKILL
 
     # The killed writer did get as far as the object store and the staging table.
-    _, packed, _ = repo._core.catalog.live_staged(repo._core.repo_id)  # 1 KiB chunks: packed
+    probe = LakeProbe(repo)
+    _, packed, _ = probe.catalog.gc.live_staged()  # 1 KiB chunks: packed
     packs = {pack for pack, *_ in packed}
     assert packs
-    assert all(repo._core.objects.exists(p) for p in packs)
+    assert all(probe.objects.exists(p) for p in packs)
     assert killed_session in {i.id for i in repo.sessions()}
 
     _sqlite_ok(catalog_url)

@@ -13,6 +13,7 @@ import zarr
 
 import zarrlake
 from tests.conftest import object_files
+from zarrlake.testing import LakeProbe
 
 
 def _lake(repo: zarrlake.Repo) -> tuple[str, dict[str, np.ndarray]]:
@@ -180,15 +181,12 @@ def test_fsck_finds_a_deleted_and_a_corrupted_chunk(
 def test_fsck_finds_a_missing_catalog_node(make_repo: Callable[..., zarrlake.Repo]) -> None:
     import sqlalchemy as sa
 
-    from zarrlake.catalog.schema import blobs
-
     repo = make_repo()
     commit, _ = _lake(repo)
-    root = repo._core.catalog.get_commit(repo._core.repo_id, commit).root_hash
-    meta = repo._core.reader.root(root).nodes["temp"].meta
-    with repo._core.catalog.engine.begin() as conn:
-        conn.execute(
-            sa.delete(blobs).where(blobs.c.repo_id == repo._core.repo_id, blobs.c.hash == meta)
-        )
+    probe = LakeProbe(repo)
+    meta = probe.root(commit).nodes["temp"].meta
+    blobs = probe.tables.blobs
+    with probe.sql() as conn:
+        conn.execute(sa.delete(blobs).where(blobs.c.repo_id == probe.repo_id, blobs.c.hash == meta))
     report = repo.fsck()
     assert [(i.kind, i.hash) for i in report.issues] == [("missing_node", meta.hex())]

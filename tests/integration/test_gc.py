@@ -28,8 +28,8 @@ from tests.integration._workers import (
     run_children,
     uniform_value,
 )
-from zarrlake.catalog.schema import gc_marks, sessions
 from zarrlake.objects import PACK_CHUNK_LIMIT
+from zarrlake.testing import LakeProbe
 
 PATHS = ["a"]
 N_CHUNKS = 4
@@ -44,21 +44,22 @@ def h(value: int) -> bytes:
 
 
 def objects(repo: zarrlake.Repo) -> set[bytes]:
-    return {o.hash for o in repo._core.objects.iter_objects()}
+    return LakeProbe(repo).object_hashes()
 
 
 def nodes(repo: zarrlake.Repo) -> set[bytes]:
-    return set(repo._core.catalog.blob_index(repo._core.repo_id))
+    return LakeProbe(repo).node_hashes()
 
 
 def referenced_nodes(repo: zarrlake.Repo) -> set[bytes]:
     """Every catalog node the repo's commits reference, walked here independently of gc."""
     out: set[bytes] = set()
-    for c in repo._core.catalog.all_commits(repo._core.repo_id):
+    probe = LakeProbe(repo)
+    for c in probe.catalog.commits.all():
         out.add(c.root_hash)
         if c.changes_hash is not None:
             out.add(c.changes_hash)
-        root = repo._core.reader.root(c.root_hash)
+        root = probe.reader.root(c.root_hash)
         for node in root.nodes.values():
             out.add(node.meta)
             if node.manifest is not None:
@@ -69,7 +70,7 @@ def referenced_nodes(repo: zarrlake.Repo) -> set[bytes]:
 
 def index_tree_nodes(repo: zarrlake.Repo, manifest: bytes) -> set[bytes]:
     """The index nodes and shards under one manifest index, walked down from its top."""
-    reader = repo._core.reader
+    reader = LakeProbe(repo).reader
     index = reader.index(manifest)
     out: set[bytes] = set()
     frontier = [(h, index.depth - 1) for h in index.top_children()]
@@ -113,7 +114,9 @@ def test_gc_removes_exactly_the_unreachable_objects(lake: zarrlake.Repo) -> None
     c2 = commit_value(repo, 2)
     stage_value(repo, 3).abandon()  # garbage: an abandoned session's objects
     expired = stage_value(repo, 4)  # garbage: an expired session's objects
-    with repo._core.catalog.engine.begin() as conn:
+    probe = LakeProbe(repo)
+    sessions = probe.tables.sessions
+    with probe.sql() as conn:
         conn.execute(sa.update(sessions).where(sessions.c.id == expired.id).values(expires_at=0))
     before = objects(repo)
     assert before == {h(1), h(2), h(3), h(4)}
@@ -227,10 +230,10 @@ def test_commit_staging_an_object_gc_deleted_is_refused(lake: zarrlake.Repo) -> 
     head = commit_value(repo, 1)
     stage_value(repo, 9).abandon()
     s = repo.writable_session()
-    op = s._prepare_write("a/c/0", np.full(CHUNK, 9, "<i8").tobytes())  # dedup: the object exists
+    stage = s.stage_later("a/c/0", np.full(CHUNK, 9, "<i8").tobytes())  # dedup: it exists
     repo.gc(timedelta(0))  # the row is not staged yet: the object is garbage, and goes
     assert h(9) not in objects(repo)
-    s._submit(op)
+    stage()
     with pytest.raises(zarrlake.ObjectMissingError, match="garbage collection"):
         s.commit("references a deleted object")
     assert repo.resolve("main") == head
@@ -252,16 +255,16 @@ def test_commit_staging_an_object_gc_deleted_is_refused(lake: zarrlake.Repo) -> 
 
 def test_catalog_node_written_again_after_marking_survives(lake: zarrlake.Repo) -> None:
     repo = lake
-    cat = repo._core.catalog
+    cat = LakeProbe(repo).catalog
     data = b'{"zarr_format": 3, "node_type": "group", "attributes": {"orphan": true}}'
     key = hashlib.sha256(data).digest()
-    cat.put_blobs(repo._core.repo_id, {key: ("meta", data)})
-    cat.gc_mark(repo._core.repo_id, [("blob", key, len(data))])
-    cat.put_blobs(repo._core.repo_id, {key: ("meta", data)})  # a commit writes the same node again
-    assert cat.gc_delete_blobs(repo._core.repo_id, [key], 0.0) == []
+    cat.nodes.put({key: ("meta", data)})
+    cat.gc.mark([("blob", key, len(data))])
+    cat.nodes.put({key: ("meta", data)})  # a commit writes the same node again
+    assert cat.gc.delete_nodes([key], 0.0) == []
     assert key in nodes(repo)
-    cat.gc_mark(repo._core.repo_id, [("blob", key, len(data))])
-    assert cat.gc_delete_blobs(repo._core.repo_id, [key], 0.0) == [key]
+    cat.gc.mark([("blob", key, len(data))])
+    assert cat.gc.delete_nodes([key], 0.0) == [key]
 
 
 def test_gc_tombstones_are_forgotten_once_no_session_predates_them(lake: zarrlake.Repo) -> None:
@@ -271,12 +274,15 @@ def test_gc_tombstones_are_forgotten_once_no_session_predates_them(lake: zarrlak
     stage_value(repo, 10).abandon()
     repo.gc(timedelta(0))
 
+    probe = LakeProbe(repo)
+    gc_marks = probe.tables.gc_marks
+
     def tombstones() -> int:
-        with repo._core.catalog.engine.connect() as conn:
+        with probe.sql() as conn:
             return len(
                 conn.execute(
                     sa.select(gc_marks.c.hash).where(
-                        gc_marks.c.repo_id == repo._core.repo_id, gc_marks.c.state == "deleted"
+                        gc_marks.c.repo_id == probe.repo_id, gc_marks.c.state == "deleted"
                     )
                 ).all()
             )

@@ -10,6 +10,7 @@ import zarr
 
 import zarrlake
 from zarrlake.model.diff import ABSENT, FieldChange
+from zarrlake.testing import LakeProbe
 
 
 def _setup(repo: zarrlake.Repo) -> str:
@@ -193,7 +194,7 @@ def test_reset_branch_moves_by_cas_and_is_logged(make_repo: Callable[..., zarrla
     s = repo.writable_session(author="ana")
     zarr.open_array(s.store, path="t", mode="r+")[0:4] = 9
     second = s.commit("second")
-    before = repo._core.catalog.clock()
+    before = LakeProbe(repo).catalog.clock()
     assert (
         repo.reset_branch("main", "main~1", expected=second, author="bo", message="undo") == first
     )

@@ -15,6 +15,7 @@ import pytest
 import zarr
 
 import zarrlake
+from zarrlake.testing import LakeProbe
 
 DATA = Path(__file__).parent.parent / "data" / "lake_flat_index.tar.gz"
 
@@ -27,15 +28,15 @@ def expected_temp() -> np.ndarray:
 def old_lake(tmp_path: Path) -> zarrlake.Repo:
     with tarfile.open(DATA) as tar:
         tar.extractall(tmp_path, filter="data")
+    zarrlake.upgrade_catalog(tmp_path / "lake")  # made by an earlier schema version
     return zarrlake.Repo.open(tmp_path / "lake")
 
 
 def index_of(repo: zarrlake.Repo, ref: str, path: str) -> zarrlake.model.ManifestIndex:
-    core = repo._core
-    root = core.reader.root(core.catalog.get_commit(core.repo_id, repo.resolve(ref)).root_hash)
-    manifest = root.nodes[path].manifest
+    probe = LakeProbe(repo)
+    manifest = probe.root(ref).nodes[path].manifest
     assert manifest is not None
-    return core.reader.index(manifest)
+    return probe.reader.index(manifest)
 
 
 def test_every_version_reads_as_written(old_lake: zarrlake.Repo) -> None:
@@ -58,13 +59,14 @@ def test_diff_between_old_versions_names_the_chunks(old_lake: zarrlake.Repo) -> 
 
 
 def test_next_commit_rewrites_the_index_as_a_tree(old_lake: zarrlake.Repo) -> None:
-    before = index_of(old_lake, "main", "temp").shard_map(old_lake._core.reader)
+    reader = LakeProbe(old_lake).reader
+    before = index_of(old_lake, "main", "temp").shard_map(reader)
     s = old_lake.writable_session()
     zarr.open_array(s.store, path="temp")[20, 0:16] = 5
     s.commit("one chunk")
     index = index_of(old_lake, "main", "temp")
     assert index.is_tree
-    after = index.shard_map(old_lake._core.reader)
+    after = index.shard_map(reader)
     assert set(after) == set(before)
     assert [p for p in before if before[p] != after[p]] == [(1, 0)]  # row 20 is in shard row 1
     assert not index_of(old_lake, "main", "big").is_tree  # untouched arrays keep their index

@@ -9,6 +9,7 @@ import pytest
 import zarr
 
 import zarrlake
+from zarrlake.testing import LakeProbe
 
 N, C = 40, 4  # array of 40 int64 in 10 chunks of 4
 
@@ -99,10 +100,11 @@ def test_fast_forward_moves_the_branch_without_a_commit(
     _base(repo)
     repo.create_branch("dev")
     tip = _write(repo, "dev", 0, 4, 5)
-    n_commits = len(repo._core.catalog.all_commits(repo._core.repo_id))
+    catalog = LakeProbe(repo).catalog
+    n_commits = len(catalog.commits.all())
     assert repo.merge("dev", "main") == tip
     assert repo.resolve("main") == tip
-    assert len(repo._core.catalog.all_commits(repo._core.repo_id)) == n_commits
+    assert len(catalog.commits.all()) == n_commits
     entry = repo.reflog("main")[0]
     assert (entry.action, entry.new_commit) == ("merge", tip)
 

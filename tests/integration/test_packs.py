@@ -21,6 +21,7 @@ from tests.integration._workers import Child
 from zarrlake.objects import PACK_CHUNK_LIMIT
 from zarrlake.objects.base import object_key
 from zarrlake.objects.packs import PACK_TARGET
+from zarrlake.testing import LakeProbe
 
 
 def _objects(storage: Path) -> list[Path]:
@@ -148,7 +149,7 @@ def test_gc_repacks_a_mostly_dead_pack_and_old_readers_follow_the_moves(
     _rewrite(repo, slice(7 * 4096, None), -3)
     repo.expire(older_than=timedelta(0))
     repo.gc(grace=timedelta(0))
-    assert repo._core.catalog.moves(repo._core.repo_id) == {}
+    assert LakeProbe(repo).catalog.gc.moves() == {}
     assert repo.fsck(verify=True).ok
 
 

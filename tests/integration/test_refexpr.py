@@ -12,6 +12,7 @@ import pytest
 import zarr
 
 import zarrlake
+from zarrlake.testing import LakeProbe
 
 
 def _commit(repo: zarrlake.Repo, value: int, branch: str = "main") -> str:
@@ -160,14 +161,12 @@ def test_unknown_refs_raise_not_found_and_change_nothing(
 def test_ambiguous_prefix_is_invalid_ref(chain: tuple[zarrlake.Repo, list[str]]) -> None:
     repo, ids = chain
     repo.create_branch("side")
-    head = repo._core.catalog.get_commit(repo._core.repo_id, ids[4])
+    catalog = LakeProbe(repo).catalog
+    head = catalog.commits.get(ids[4])
     parent = ids[4]
     for cid in ("abcd" + "0" * 16, "abcd" + "1" * 16):
         row = dataclasses.replace(head, id=cid, parent_id=parent, generation=head.generation + 1)
-        assert (
-            repo._core.catalog.insert_commit(repo._core.repo_id, "side", parent, row, {})
-            is not None
-        )
+        assert catalog.writer.publish("side", parent, row, {}) is not None
         parent, head = cid, row
     with pytest.raises(zarrlake.InvalidRefError, match="ambiguous"):
         repo.resolve("abcd")

@@ -19,6 +19,7 @@ from zarrlake.catalog.schema import SCHEMA_VERSION
 from zarrlake.model.manifest import SHARD_TARGET
 from zarrlake.objects import PACK_CHUNK_LIMIT
 from zarrlake.objects.packs import parse_pack
+from zarrlake.testing import LakeProbe
 
 
 def _write(repo: zarrlake.Repo, values: np.ndarray, path: str = "a", chunks: int = 4) -> str:
@@ -71,7 +72,7 @@ def test_one_catalog_holds_many_independent_repos(
     first, second = make_repo(), make_repo()
     _write(first, np.full(8, 1.0))
     _write(second, np.full(8, 2.0))
-    assert {first.name, second.name} <= set(first._core.catalog.list_repos())
+    assert {first.name, second.name} <= set(LakeProbe(first).repos())
     np.testing.assert_array_equal(_read(first), np.full(8, 1.0))
     np.testing.assert_array_equal(_read(second), np.full(8, 2.0))
     assert len(first.log()) == len(second.log()) == 2
@@ -100,7 +101,7 @@ def test_commit_records_metadata_author_and_catalog_time(
     make_repo: Callable[..., zarrlake.Repo],
 ) -> None:
     repo = make_repo()
-    before = repo._core.catalog.clock()
+    before = LakeProbe(repo).catalog.clock()
     s = repo.writable_session(author="ana")
     zarr.open_group(s.store).create_array("a", shape=(2,), dtype="i4")[:] = 1
     commit = s.commit("first write", metadata={"source": "station-a"})
@@ -281,25 +282,19 @@ def test_commit_cost_does_not_copy_unchanged_shards(
     )
     arr[:] = 1
     first = s.commit("3 shards of refs")
-    root = repo._core.reader.root(
-        repo._core.catalog.get_commit(repo._core.repo_id, first).root_hash
-    )
-    index = repo._core.reader.index(root.nodes["a"].manifest)  # type: ignore[arg-type]
-    shards = index.shard_map(repo._core.reader)
+    probe = LakeProbe(repo)
+    reader = probe.reader
+    index = reader.index(probe.root(first).nodes["a"].manifest)  # type: ignore[arg-type]
+    shards = index.shard_map(reader)
     assert len(shards) == 3
     s = repo.writable_session()
     zarr.open_array(s.store, path="a")[5] = 2
     second = s.commit("one chunk")
-    root2 = repo._core.reader.root(
-        repo._core.catalog.get_commit(repo._core.repo_id, second).root_hash
-    )
-    index2 = repo._core.reader.index(root2.nodes["a"].manifest)  # type: ignore[arg-type]
-    shards2 = index2.shard_map(repo._core.reader)
+    index2 = reader.index(probe.root(second).nodes["a"].manifest)  # type: ignore[arg-type]
+    shards2 = index2.shard_map(reader)
     changed = {pos for pos in shards if shards[pos] != shards2[pos]}
     assert changed == {(0,)}
-    cs = repo._core.reader.changes(
-        repo._core.catalog.get_commit(repo._core.repo_id, second).changes_hash
-    )  # type: ignore[arg-type]
+    cs = reader.changes(probe.commit(second).changes_hash)  # type: ignore[arg-type]
     assert cs.nodes["a"].chunks == frozenset({(5,)})
 
 

@@ -1,11 +1,18 @@
-"""Opening a version-1 catalog (before garbage collection's table) upgrades it in place."""
+"""Catalogs made by every schema version the project shipped (``tests/data/schemas``): opening
+one never changes it, ``zarrlake catalog upgrade`` (or ``zarrlake.upgrade_catalog``) upgrades
+it in one transaction, and afterwards every branch, tag, commit and array value is as the old
+release wrote it, and the lake takes new commits."""
 
 from __future__ import annotations
 
+import hashlib
+import sqlite3
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
-from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -14,19 +21,167 @@ import zarr
 
 import zarrlake
 from tests.conftest import PG_URL, _need_postgres
-from zarrlake.catalog import SCHEMA_VERSION, Catalog
-from zarrlake.catalog.schema import info
+from tests.data.schemas import VERSIONS, expected, restored_postgres, unpack_sqlite
+from zarrlake.catalog import SCHEMA_VERSION
+
+CURRENT = SCHEMA_VERSION
+
+
+def _values(repo: zarrlake.Repo, ref: str) -> dict[str, dict[str, Any]]:
+    g = zarr.open_group(repo.readonly_session(ref).store, mode="r")
+    out = {}
+    for path in ("grp/temp", "grp/count"):
+        a = np.ascontiguousarray(g[path][...])  # type: ignore[index]
+        out[path] = {
+            "dtype": str(a.dtype),
+            "sha256": hashlib.sha256(a.tobytes()).hexdigest(),
+            "shape": list(a.shape),
+        }
+    return out
+
+
+def _same_history(repo: zarrlake.Repo, want: dict[str, Any]) -> None:
+    assert repo.branches() == want["branches"]
+    assert repo.tags() == want["tags"]
+    for c in want["commits"]:
+        info = repo.commit_info(c["id"])
+        assert (list(info.parents), info.message, info.metadata) == (
+            c["parents"],
+            c["message"],
+            c["metadata"],
+        )
+    for ref, values in want["values"].items():
+        assert _values(repo, ref) == values
+
+
+def _snapshot(url: str) -> dict[str, Any]:
+    """Every zl_ table's columns and rows (to prove an open changed nothing)."""
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            meta = sa.MetaData()
+            meta.reflect(conn, only=lambda name, _: name.startswith("zl_"))
+            return {
+                t.name: ([c.name for c in t.columns], sorted(map(repr, conn.execute(t.select()))))
+                for t in meta.sorted_tables
+            }
+    finally:
+        engine.dispose()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def private_catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A catalog URL of our own: a SQLite file, or a private PostgreSQL schema (the shared
-    test database's tables must not be downgraded under other tests)."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'catalog.db'}"
+def kind(request: pytest.FixtureRequest) -> str:
+    if request.param == "postgres":
+        _need_postgres()
+    return str(request.param)
+
+
+@pytest.fixture
+def old_catalog(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
+    """The catalog URL of the fixture of the version the test is parametrized with."""
+    version = request.param
+    if kind == "sqlite":
+        lake = unpack_sqlite(version, tmp_path)
+        yield f"sqlite:///{lake / 'catalog.db'}"
         return
+    with restored_postgres(version, tmp_path) as url:
+        yield url
+
+
+def _old(version: int) -> Any:
+    return pytest.mark.parametrize("old_catalog", [version], indirect=True, ids=[f"v{version}"])
+
+
+@pytest.mark.parametrize(
+    "old_catalog",
+    [v for v in VERSIONS if v < CURRENT],
+    indirect=True,
+    ids=[f"v{v}" for v in VERSIONS if v < CURRENT],
+)
+def test_an_older_catalog_is_refused_unchanged_until_upgraded(old_catalog: str, kind: str) -> None:
+    before = _snapshot(old_catalog)
+    with pytest.raises(zarrlake.SchemaVersionError, match="zarrlake catalog upgrade"):
+        zarrlake.Repo.open(catalog=old_catalog)
+    assert _snapshot(old_catalog) == before
+    version = int(next(r for r in before["zl_info"][1] if "schema_version" in r).split("'")[3])
+
+    done = zarrlake.upgrade_catalog(catalog=old_catalog)
+    assert (done.before, done.after) == (version, CURRENT)
+    assert done.applied == list(range(version + 1, CURRENT + 1))
+    repo = zarrlake.Repo.open(catalog=old_catalog)
+    _same_history(repo, expected(version)[kind])
+
+    s = repo.writable_session()  # the upgraded lake takes new commits, keyed ones too
+    zarr.open_array(s.store, path="grp/count", mode="r+")[0:4] = 99
+    commit = s.commit("after the upgrade", idempotency_key="after-upgrade")
+    assert zarr.open_array(repo.readonly_session(commit).store, path="grp/count")[0] == 99
+    assert repo.fsck(verify=True).ok
+
+
+@pytest.mark.parametrize("old_catalog", [CURRENT], indirect=True, ids=[f"v{CURRENT}"])
+def test_a_current_catalog_opens_and_upgrade_has_nothing_to_do(old_catalog: str, kind: str) -> None:
+    repo = zarrlake.Repo.open(catalog=old_catalog)
+    _same_history(repo, expected(CURRENT)[kind])
+    before = _snapshot(old_catalog)
+    done = zarrlake.upgrade_catalog(catalog=old_catalog)
+    assert (done.before, done.applied) == (CURRENT, [])
+    assert _snapshot(old_catalog) == before
+
+
+@pytest.mark.parametrize("old_catalog", [1], indirect=True, ids=["v1"])
+def test_the_cli_upgrades_a_lake_directory(old_catalog: str, kind: str) -> None:
+    if kind != "sqlite":
+        pytest.skip("a lake directory is the embedded default")
+    lake = Path(old_catalog.removeprefix("sqlite:///")).parent
+    p = subprocess.run(
+        [sys.executable, "-m", "zarrlake.cli", "catalog", "upgrade", str(lake)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == (
+        f"upgraded catalog {old_catalog} from schema version 1 to {CURRENT} "
+        f"(applied {', '.join(str(v) for v in range(2, CURRENT + 1))})"
+    )
+    _same_history(zarrlake.Repo.open(lake), expected(1)["sqlite"])
+    again = subprocess.run(
+        [sys.executable, "-m", "zarrlake.cli", "catalog", "upgrade", str(lake), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert '"applied": []' in again.stdout
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "abc", "", None, str(CURRENT + 1)])
+def test_a_damaged_or_newer_version_record_is_refused_unchanged(
+    tmp_path: Path, value: str | None
+) -> None:
+    zarrlake.Repo.create(tmp_path / "lake")
+    db = tmp_path / "lake" / "catalog.db"
+    con = sqlite3.connect(db)
+    with con:
+        if value is None:
+            con.execute("DELETE FROM zl_info WHERE key = 'schema_version'")
+        else:
+            con.execute("UPDATE zl_info SET value = ? WHERE key = 'schema_version'", (value,))
+    con.close()
+    zarrlake.catalog.forget_catalog(f"sqlite:///{db}")
+    before = _snapshot(f"sqlite:///{db}")
+    word = "newer" if value == str(CURRENT + 1) else "damaged"
+    with pytest.raises(zarrlake.SchemaVersionError, match=word):
+        zarrlake.Repo.open(tmp_path / "lake")
+    with pytest.raises(zarrlake.SchemaVersionError, match=word):
+        zarrlake.upgrade_catalog(tmp_path / "lake")
+    assert _snapshot(f"sqlite:///{db}") == before
+
+
+@pytest.fixture
+def private_pg(tmp_path: Path) -> Iterator[str]:
+    """A catalog URL in a private PostgreSQL schema."""
     _need_postgres()
-    schema = f"zl_upgrade_{uuid.uuid4().hex[:10]}"
+    schema = f"zl_lz4_{uuid.uuid4().hex[:10]}"
     admin = sa.create_engine(PG_URL)
     with admin.begin() as conn:
         conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
@@ -38,66 +193,10 @@ def private_catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[
         admin.dispose()
 
 
-def _downgrade_to_v1(url: str) -> None:
-    engine = sa.create_engine(url)
-    with engine.begin() as conn:
-        conn.execute(sa.text("DROP TABLE zl_gc_marks"))
-        conn.execute(sa.text("DROP TABLE zl_commit_keys"))
-        conn.execute(sa.text("ALTER TABLE zl_staged DROP COLUMN pack"))
-        conn.execute(sa.text("ALTER TABLE zl_staged DROP COLUMN pack_offset"))
-        conn.execute(sa.text("ALTER TABLE zl_staged DROP COLUMN crc"))
-        conn.execute(sa.update(info).where(info.c.key == "schema_version").values(value="1"))
-    engine.dispose()
-
-
-@pytest.mark.usefixtures("packs_by_size")
-def test_v1_catalog_is_upgraded_and_keeps_its_data(private_catalog: str, tmp_path: Path) -> None:
-    assert SCHEMA_VERSION == 5
-    repo = zarrlake.Repo.create(catalog=private_catalog, storage=str(tmp_path / "objects"))
-    s = repo.writable_session()
-    arr = zarr.open_group(s.store).create_array(
-        "a", shape=(256,), chunks=(128,), dtype="i8", compressors=None
-    )
-    arr[:] = np.arange(256)
-    commit = s.commit("v1 data")
-    _downgrade_to_v1(private_catalog)
-
-    upgraded = Catalog(private_catalog)  # a fresh connection sees version 1 and migrates
-    with upgraded.engine.connect() as conn:
-        assert sa.inspect(conn).has_table("zl_gc_marks")
-        assert sa.inspect(conn).has_table("zl_commit_keys")
-        columns = {c["name"] for c in sa.inspect(conn).get_columns("zl_staged")}
-        assert {"pack", "pack_offset", "crc"} <= columns
-        assert (
-            conn.execute(sa.select(info.c.value).where(info.c.key == "schema_version")).scalar()
-            == "5"
-        )
-    assert upgraded.migrate() == 5  # idempotent
-    upgraded.engine.dispose()
-
-    again = zarrlake.Repo.open(catalog=private_catalog, name=repo.name)
-    np.testing.assert_array_equal(
-        zarr.open_array(again.readonly_session(ref=commit).store, path="a")[:], np.arange(256)
-    )
-    stale = again.writable_session()
-    zarr.open_array(stale.store, path="a", mode="r+")[:] = 1
-    stale.flush()
-    stale.abandon()
-    assert again.gc(timedelta(0)).objects_deleted == 1  # the abandoned session's pack
-    assert again.fsck(verify=True).ok
-    keyed = again.writable_session()
-    zarr.open_array(keyed.store, path="a", mode="r+")[:128] = 2
-    first = keyed.commit("keyed", idempotency_key="k")  # the v3 table works after upgrade
-    retry = again.writable_session()
-    zarr.open_array(retry.store, path="a", mode="r+")[:128] = 2
-    assert retry.commit("keyed", idempotency_key="k") == first
-
-
-def test_postgresql_compresses_catalog_nodes_with_lz4(private_catalog: str, tmp_path: Path) -> None:
-    if not private_catalog.startswith("postgresql"):
-        pytest.skip("a PostgreSQL column setting")
-    zarrlake.Repo.create(catalog=private_catalog, storage=str(tmp_path / "objects"))
-    engine = sa.create_engine(private_catalog)
+@pytest.mark.postgres
+def test_postgresql_compresses_catalog_nodes_with_lz4(private_pg: str, tmp_path: Path) -> None:
+    zarrlake.Repo.create(catalog=private_pg, storage=str(tmp_path / "objects"))
+    engine = sa.create_engine(private_pg)
     with engine.connect() as conn:
         method = conn.execute(
             sa.text(

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from zarrlake.catalog import StagedRow
 from zarrlake.errors import StorageError
+from zarrlake.model import ChunkRef
+from zarrlake.model.records import StagedEntry
 from zarrlake.objects import LocalObjectStore
 from zarrlake.objects import flusher as flusher_module
 from zarrlake.session.ops import PutRow
@@ -76,7 +77,7 @@ class RecordingCatalog:
     def __init__(self, events: list[str]) -> None:
         self.events = events
 
-    def stage(self, session_id: str, rows: list[StagedRow], drops: list[str], **_: Any) -> None:
+    def stage(self, session_id: str, rows: list[StagedEntry], drops: list[str], **_: Any) -> None:
         self.events.append("stage " + ",".join(r.kind for r in rows))
 
 
@@ -99,21 +100,21 @@ def _stager(events: list[str]) -> Stager:
 def test_rows_naming_objects_are_staged_after_their_objects_are_durable() -> None:
     events: list[str] = []
     stager = _stager(events)
-    stager.submit(PutRow(StagedRow("a", "chunk", "0", b"h" * 32, 4096, None)))
+    stager.submit(PutRow(StagedEntry("a", "chunk", (0,), ref=ChunkRef(b"h" * 32, 4096))))
     stager.flush()
     assert events == ["durable", "stage chunk"]
 
 
-def _packed_row(key: str, pack: bytes) -> PutRow:
-    return PutRow(StagedRow("a", "chunk", key, b"h" * 32, 4096, None, pack, 0))
+def _packed_row(i: int, pack: bytes) -> PutRow:
+    return PutRow(StagedEntry("a", "chunk", (i,), ref=ChunkRef(b"h" * 32, 4096, None, pack, 0)))
 
 
 def test_rows_naming_the_open_pack_wait_until_a_flush_and_others_go_ahead() -> None:
     events: list[str] = []
     objects = RecordingObjects(events, open_pack=b"open" * 8)
     stager = Stager(RecordingCatalog(events), "s", objects, write_behind=True)  # type: ignore[arg-type]
-    written = stager.submit(_packed_row("0", b"done" * 8))
-    held = stager.submit(_packed_row("1", b"open" * 8))
+    written = stager.submit(_packed_row(0, b"done" * 8))
+    held = stager.submit(_packed_row(1, b"open" * 8))
     written.result(timeout=5)
     assert events == ["durable, pack kept open", "stage chunk"]
     assert not held.done()
@@ -125,8 +126,8 @@ def test_rows_naming_the_open_pack_wait_until_a_flush_and_others_go_ahead() -> N
 def test_rows_kept_in_the_catalog_wait_for_no_flush() -> None:
     events: list[str] = []
     stager = _stager(events)
-    stager.submit(PutRow(StagedRow("a", "meta", "", b"m" * 32, 10, None), b"{}"))
-    stager.submit(PutRow(StagedRow("a", "chunk", "0", b"h" * 32, 3, b"abc")))
+    stager.submit(PutRow(StagedEntry("a", "meta", ref=ChunkRef(b"m" * 32, 10)), b"{}"))
+    stager.submit(PutRow(StagedEntry("a", "chunk", (0,), ref=ChunkRef(b"h" * 32, 3, b"abc"))))
     stager.flush()
     assert "durable" not in events
 
@@ -152,10 +153,10 @@ class GatedCatalog(RecordingCatalog):
         self.entered = threading.Event()
         self.release = threading.Event()
 
-    def stage(self, session_id: str, rows: list[StagedRow], drops: list[str], **_: Any) -> None:
+    def stage(self, session_id: str, rows: list[StagedEntry], drops: list[str], **_: Any) -> None:
         self.entered.set()
         assert self.release.wait(timeout=10)
-        self.events.append("stage " + ",".join(r.key for r in rows))
+        self.events.append("stage " + ",".join(str(r.coords[0]) for r in rows))
 
 
 def test_a_joined_sessions_writes_wait_for_no_company_and_share_transactions(
@@ -167,10 +168,13 @@ def test_a_joined_sessions_writes_wait_for_no_company_and_share_transactions(
     events: list[str] = []
     catalog = GatedCatalog(events)
     stager = Stager(catalog, "s", RecordingObjects(events))  # type: ignore[arg-type]
-    row = PutRow(StagedRow("a", "chunk", "0", b"h" * 32, 3, b"abc"))
+    row = PutRow(StagedEntry("a", "chunk", (0,), ref=ChunkRef(b"h" * 32, 3, b"abc")))
     first = stager.submit(row)
     assert catalog.entered.wait(timeout=10)  # taken at once, alone
-    later = [stager.submit(PutRow(StagedRow("a", "chunk", k, b"h" * 32, 3, b"abc"))) for k in "12"]
+    later = [
+        stager.submit(PutRow(StagedEntry("a", "chunk", (k,), ref=ChunkRef(b"h" * 32, 3, b"abc"))))
+        for k in (1, 2)
+    ]
     catalog.release.set()
     first.result(timeout=10)
     for fut in later:

@@ -19,6 +19,7 @@ LAYERS: dict[str, int] = {
     "zarrlake.types": 0,
     "zarrlake._xarray_hook": 0,
     "zarrlake.faults": 0,
+    "zarrlake.process": 0,
     "zarrlake._optional": 0,
     "zarrlake.display": 0,
     "zarrlake.model": 1,
@@ -36,6 +37,7 @@ LAYERS: dict[str, int] = {
     "zarrlake.demo": 8,
     "zarrlake.ui": 8,
     "zarrlake.cli": 9,
+    "zarrlake.testing": 9,
     "zarrlake.__main__": 10,
 }
 

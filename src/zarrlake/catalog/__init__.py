@@ -1,16 +1,22 @@
-"""The SQL catalog: schema, queries by concern, compare-and-swap commits; SQLite and PostgreSQL."""
+"""The SQL catalog: schema and migrations, one query object per concern bound to a repo, the
+one commit writer; SQLite and PostgreSQL. Upper layers see model values only."""
 
-from zarrlake.catalog.catalog import Catalog, catalog_for, forget_catalog
-from zarrlake.catalog.rows import CommitRow, RefLogRow, SessionRow, StagedRow
+from zarrlake.catalog.catalog import (
+    Catalog,
+    CatalogUpgrade,
+    RepoCatalog,
+    catalog_for,
+    forget_catalog,
+    upgrade_catalog,
+)
 from zarrlake.catalog.schema import SCHEMA_VERSION
 
 __all__ = [
     "SCHEMA_VERSION",
     "Catalog",
-    "CommitRow",
-    "RefLogRow",
-    "SessionRow",
-    "StagedRow",
+    "CatalogUpgrade",
+    "RepoCatalog",
     "catalog_for",
     "forget_catalog",
+    "upgrade_catalog",
 ]

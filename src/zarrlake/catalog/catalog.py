@@ -1,39 +1,117 @@
-"""The catalog: one class assembled from the query modules by concern, and the per-process
+"""The catalog: a database of repos (:class:`Catalog`), each repo's view of it
+(:class:`RepoCatalog`: one query object per concern, bound to the repo), and the per-process
 registry of open catalogs.
 
-One code path for SQLite and PostgreSQL (quirks in :mod:`zarrlake.catalog.dialect`). Every
-public method is one transaction. Branches move only by compare-and-swap::
+One code path for SQLite and PostgreSQL (quirks in :mod:`zarrlake.catalog.dialect`, and the
+commit's two forms in :mod:`zarrlake.catalog.publish`). Every public method is one
+transaction. Branches move only by compare-and-swap::
 
     UPDATE zl_refs SET commit_id = :new WHERE repo_id = :r AND name = :b AND commit_id = :old
 """
 
 from __future__ import annotations
 
-import os
 import threading
+from collections.abc import MutableMapping
 
+import sqlalchemy as sa
+
+import zarrlake.process as process
 from zarrlake.catalog.commits import CommitQueries
+from zarrlake.catalog.db import CatalogDb
+from zarrlake.catalog.gc import GcQueries
+from zarrlake.catalog.nodes import NodeQueries
+from zarrlake.catalog.refs import RefQueries
+from zarrlake.catalog.schema import SCHEMA_VERSION, repos
+from zarrlake.catalog.sessions import SessionQueries
+from zarrlake.catalog.writer import CommitWriter, write_first_commit
+from zarrlake.errors import AlreadyExistsError, NotFoundError
+from zarrlake.model.records import CommitRecord
 
-__all__ = ["Catalog", "catalog_for", "forget_catalog"]
+__all__ = [
+    "Catalog",
+    "CatalogUpgrade",
+    "RepoCatalog",
+    "catalog_for",
+    "forget_catalog",
+    "upgrade_catalog",
+]
 
 
-class Catalog(CommitQueries):
-    """A connection to one catalog database: refs, commits, sessions, staged changes, gc."""
+class RepoCatalog:
+    """One repo's view of its catalog: a query object per concern, each bound to the repo.
+
+    What upper layers see of SQL: model values in, model values out.
+    """
+
+    def __init__(self, db: CatalogDb, repo_id: int) -> None:
+        self.db = db
+        self.repo_id = repo_id
+        self.refs = RefQueries(db, repo_id)
+        self.commits = CommitQueries(db, repo_id)
+        self.writer = CommitWriter(db, repo_id)
+        self.sessions = SessionQueries(db, repo_id)
+        self.nodes = NodeQueries(db, repo_id)
+        self.gc = GcQueries(db, repo_id)
+
+    @property
+    def catalog_id(self) -> str:
+        """Identifies the catalog database (a replaced database has another)."""
+        return self.db.catalog_id
+
+    def clock(self) -> float:
+        """The catalog's current time (epoch seconds)."""
+        return self.db.clock()
+
+    def safe_url(self) -> str:
+        return self.db.safe_url()
 
 
-_catalogs: dict[tuple[int, str], Catalog] = {}
+class Catalog(CatalogDb):
+    """A catalog database: its repos."""
+
+    def create_repo(self, name: str, storage: str, first: CommitRecord, root: bytes) -> int:
+        """Create a repo with its first (empty) commit and its ``main`` branch."""
+        with self.tx(write=True) as conn:
+            if conn.execute(sa.select(repos.c.id).where(repos.c.name == name)).first():
+                raise AlreadyExistsError(
+                    f"repo {name!r} already exists in this catalog; open it with Repo.open"
+                )
+            now = self.now(conn)
+            repo_id = int(
+                conn.execute(
+                    sa.insert(repos)
+                    .values(name=name, storage=storage, created_at=now)
+                    .returning(repos.c.id)
+                ).scalar_one()
+            )
+            write_first_commit(conn, repo_id, first, root, now)
+            return repo_id
+
+    def get_repo(self, name: str) -> tuple[int, str]:
+        """(id, storage URL) of a repo."""
+        with self.read() as conn:
+            row = conn.execute(
+                sa.select(repos.c.id, repos.c.storage).where(repos.c.name == name)
+            ).first()
+        if row is None:
+            raise NotFoundError(
+                f"no repo {name!r} in catalog {self.safe_url()}; "
+                f"existing: {', '.join(self.list_repos()) or 'none'} (create one with "
+                "zarrlake init or Repo.create)"
+            )
+        return int(row.id), str(row.storage)
+
+    def list_repos(self) -> list[str]:
+        with self.read() as conn:
+            return [r[0] for r in conn.execute(sa.select(repos.c.name).order_by(repos.c.name))]
+
+    def repo(self, repo_id: int) -> RepoCatalog:
+        return RepoCatalog(self, repo_id)
+
+
+_catalogs: MutableMapping[str, Catalog] = process.registry("catalogs")
 _catalogs_lock = threading.Lock()
-
-
-def _after_fork_in_child() -> None:
-    # Pooled connections belong to the parent; the child must open its own (SQLAlchemy's
-    # documented recipe). Catalogs are keyed by pid, so the child builds new ones anyway.
-    for cat in list(_catalogs.values()):
-        cat.engine.dispose(close=False)
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def catalog_for(url: str, *, create: bool = False) -> Catalog:
@@ -43,21 +121,56 @@ def catalog_for(url: str, *, create: bool = False) -> Catalog:
     recreated, a PostgreSQL database dropped and created again) is closed and opened afresh.
     Only ``create=True`` makes the catalog's tables in a database that has none.
     """
-    key = (os.getpid(), url)
     with _catalogs_lock:
-        cat = _catalogs.get(key)
+        cat = _catalogs.get(url)
         if cat is not None and cat.is_stale():
-            del _catalogs[key]
+            del _catalogs[url]
             cat.engine.dispose()
             cat = None
         if cat is None:
-            cat = _catalogs[key] = Catalog(url, create=create)
+            cat = _catalogs[url] = Catalog(url, create=create)
         return cat
 
 
 def forget_catalog(url: str) -> None:
     """Close and drop this process's engine for ``url``."""
     with _catalogs_lock:
-        cat = _catalogs.pop((os.getpid(), url), None)
+        cat = _catalogs.pop(url, None)
     if cat is not None:
         cat.engine.dispose()
+
+
+def _after_fork_in_child() -> None:
+    # Pooled connections belong to the parent; the child must open its own (SQLAlchemy's
+    # documented recipe). The registry is emptied next, so the child opens new catalogs.
+    for cat in list(_catalogs.values()):
+        cat.engine.dispose(close=False)
+
+
+process.on_fork(_after_fork_in_child)
+
+
+class CatalogUpgrade:
+    """What :func:`upgrade_catalog` did."""
+
+    def __init__(self, url: str, before: int, applied: list[int]) -> None:
+        self.url = url
+        self.before = before
+        self.after = SCHEMA_VERSION
+        self.applied = applied
+
+    def __repr__(self) -> str:
+        if not self.applied:
+            return f"<CatalogUpgrade {self.url}: already at schema version {self.after}>"
+        return f"<CatalogUpgrade {self.url}: schema version {self.before} -> {self.after}>"
+
+
+def upgrade_catalog(url: str) -> CatalogUpgrade:
+    """Upgrade a catalog's schema to this release's version, in one transaction."""
+    forget_catalog(url)
+    db = Catalog(url, create=False, check_version=False)
+    try:
+        before, applied = db.upgrade()
+    finally:
+        db.engine.dispose()
+    return CatalogUpgrade(db.safe_url(), before, applied)

@@ -1,5 +1,6 @@
-"""The statements of the commit transaction (:meth:`CommitQueries.insert_commit`), built so
-that a commit costs a few round trips whatever it checks.
+"""The statements of the commit transaction (:class:`.writer.CommitWriter`), built so that a
+commit costs a few round trips whatever it checks; the SQLite and PostgreSQL forms of a
+commit's writes both live here.
 
 A session's commit on PostgreSQL is three statements between ``BEGIN`` and ``COMMIT``:
 
@@ -11,9 +12,9 @@ A session's commit on PostgreSQL is three statements between ``BEGIN`` and ``COM
 3. :func:`pg_publish`: every write (nodes, the commit, the compare-and-swap, the ref log, the
    idempotency key, closing the session) as data-modifying CTEs of one statement.
 
-An idempotency key is looked up by a statement of its own after the branch row is locked, so
-that it sees a key a racing commit recorded while this one waited for the lock. SQLite runs one
-writing transaction at a time, so it reads the key with the branch, and sends the writes as
+An idempotency key is looked up (:mod:`.keys`) after the branch row is locked, so that it sees
+a key a racing commit recorded while this one waited for the lock. SQLite runs one writing
+transaction at a time, so it reads the branch with the preflight, and sends the writes as
 statements of their own (it has no data-modifying CTEs); its statements cost no round trip.
 """
 
@@ -24,10 +25,9 @@ import json
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects import postgresql, sqlite
 
 import zarrlake.catalog.dialect as dia
-from zarrlake.catalog.rows import CommitRow
 from zarrlake.catalog.schema import (
     blobs,
     commit_keys,
@@ -40,6 +40,7 @@ from zarrlake.catalog.schema import (
     sessions,
     staged,
 )
+from zarrlake.model.records import CommitRecord
 
 __all__ = ["lock_head", "params", "pg_publish", "pg_values", "preflight"]
 
@@ -50,11 +51,11 @@ def params(repo_id: int, branch: str, session_id: str | None, key: str | None) -
 
 
 @functools.cache
-def preflight(dialect: str, session: bool, branch: bool, key: bool) -> sa.Select[Any]:
+def preflight(dialect: str, session: bool, branch: bool) -> sa.Select[Any]:
     """Clock, identity, schema version and (with a session) its state, the fence, and whether
     it recorded reads: one row. With ``branch`` (SQLite, whose writing transaction already
     excludes every other writer), also what :func:`lock_head` reads, as ``head`` (``None`` if
-    there is no such branch), ``claims`` and ``recorded``. Built once per shape (the values
+    there is no such branch) and ``claims``. Built once per shape (the values
     are bound: :func:`params`), so a commit pays no statement construction."""
     repo_id, session_id = _repo(), sa.bindparam("p_session", type_=sessions.c.id.type)
 
@@ -80,7 +81,7 @@ def preflight(dialect: str, session: bool, branch: bool, key: bool) -> sa.Select
         name = _name()
         head = sa.select(refs.c.commit_id).where(*_branch(repo_id, name)).scalar_subquery()
         cols.append(head.label("head"))
-        cols += _head_extras(repo_id, name, claims=session, key=key)
+        cols += _head_extras(repo_id, claims=session)
     return sa.select(*cols)
 
 
@@ -96,9 +97,7 @@ def _branch(repo_id: Any, branch: Any) -> list[sa.ColumnElement[bool]]:
     return [refs.c.repo_id == repo_id, refs.c.name == branch, refs.c.kind == "branch"]
 
 
-def _head_extras(
-    repo_id: Any, branch: Any, *, claims: bool, key: bool
-) -> list[sa.ColumnElement[Any]]:
+def _head_extras(repo_id: Any, *, claims: bool) -> list[sa.ColumnElement[Any]]:
     cols: list[sa.ColumnElement[Any]] = []
     if claims:
         cols.append(
@@ -109,17 +108,6 @@ def _head_extras(
                 gc_marks.c.state.in_(("deleting", "deleted")),
             )
             .label("claims")
-        )
-    if key:
-        cols.append(
-            sa.select(commit_keys.c.commit_id)
-            .where(
-                commit_keys.c.repo_id == repo_id,
-                commit_keys.c.branch == branch,
-                commit_keys.c.key == sa.bindparam("p_key"),
-            )
-            .scalar_subquery()
-            .label("recorded")
         )
     return cols
 
@@ -133,7 +121,7 @@ def lock_head(claims: bool) -> sa.Select[Any]:
     return (
         sa.select(
             refs.c.commit_id.label("head"),
-            *_head_extras(repo_id, branch, claims=claims, key=False),
+            *_head_extras(repo_id, claims=claims),
         )
         .where(*_branch(repo_id, branch))
         .with_for_update(of=refs)
@@ -143,7 +131,12 @@ def lock_head(claims: bool) -> sa.Select[Any]:
 # The SQLite commit's writes, built once; values bound at execution.
 INSERT_COMMIT = sa.insert(commits)
 INSERT_REFLOG = sa.insert(reflog)
-INSERT_KEY = sa.insert(commit_keys)
+# a key recorded again (its earlier commit is no longer on the branch: see .keys) is replaced
+_KEY = sqlite.insert(commit_keys)
+INSERT_KEY = _KEY.on_conflict_do_update(
+    index_elements=list(commit_keys.primary_key.columns),
+    set_={"commit_id": _KEY.excluded.commit_id, "created_at": _KEY.excluded.created_at},
+)
 MOVE_BRANCH = (
     sa.update(refs)
     .where(*_branch(_repo(), _name()))
@@ -159,7 +152,7 @@ DROP_STAGED = sa.delete(staged).where(staged.c.session_id == sa.bindparam("p_ses
 DROP_READS = sa.delete(reads).where(reads.c.session_id == sa.bindparam("p_session"))
 
 
-def commit_values(repo_id: int, row: CommitRow, now: float) -> dict[str, Any]:
+def commit_values(repo_id: int, row: CommitRecord, now: float) -> dict[str, Any]:
     return {
         "repo_id": repo_id,
         "id": row.id,
@@ -176,7 +169,7 @@ def commit_values(repo_id: int, row: CommitRow, now: float) -> dict[str, Any]:
 
 
 def reflog_values(
-    repo_id: int, branch: str, action: str, base: str, row: CommitRow, now: float
+    repo_id: int, branch: str, action: str, base: str, row: CommitRecord, now: float
 ) -> dict[str, Any]:
     return {
         "repo_id": repo_id,
@@ -252,15 +245,19 @@ def pg_publish(nodes: bool, key: bool, session: bool) -> sa.Select[Any]:
         )
     )
     if key:
-        writes.append(
-            sa.insert(commit_keys).values(
-                repo_id=repo_id,
-                branch=name,
-                key=bind("p_key", commit_keys.c.key),
-                commit_id=new,
-                created_at=now,
-            )
+        record = postgresql.insert(commit_keys).values(
+            repo_id=repo_id,
+            branch=name,
+            key=bind("p_key", commit_keys.c.key),
+            commit_id=new,
+            created_at=now,
         )
+        # a stale key (its commit is no longer on the branch: see .keys) is recorded anew
+        record = record.on_conflict_do_update(
+            index_elements=list(commit_keys.primary_key.columns),
+            set_={"commit_id": record.excluded.commit_id, "created_at": record.excluded.created_at},
+        )
+        writes.append(record)
     if session:
         writes += [CLOSE_SESSION.values(commit_id=new), DROP_STAGED, DROP_READS]
     moved = (
@@ -280,7 +277,7 @@ def pg_values(
     repo_id: int,
     branch: str,
     base: str,
-    row: CommitRow,
+    row: CommitRecord,
     now: float,
     *,
     new_blobs: dict[bytes, tuple[str, bytes]],

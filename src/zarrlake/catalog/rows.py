@@ -1,33 +1,32 @@
-"""Row types of the catalog and the small query pieces every concern shares."""
+"""Rows to values and back: the catalog's own encodings (chunk coordinates as ``"1,2"``, a
+serializable session's reads as ``""`` / ``"1,2"`` / ``"raw:<key>"``) end here."""
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import sqlalchemy as sa
 
 import zarrlake.catalog.dialect as dia
 from zarrlake.catalog.schema import commits, refs
-from zarrlake.model.lifecycle import session_status
-from zarrlake.types import SessionInfo, from_epoch
+from zarrlake.model.manifest import ChunkRef
+from zarrlake.model.records import CommitRecord, SessionRecord, StagedEntry
+from zarrlake.types import ChunkCoords
 
 __all__ = [
     "BATCH",
     "COMMIT_COLS",
-    "CommitRow",
-    "RefLogRow",
-    "SessionRow",
-    "StagedRow",
     "batches",
     "bound_head_query",
-    "commit_row",
+    "commit_record",
     "head_query",
-    "session_row",
-    "staged_row",
+    "read_values",
+    "reads_from",
+    "session_record",
+    "staged_entry",
     "staged_values",
 ]
 
@@ -38,72 +37,6 @@ def batches(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
     """``items`` in slices of at most :data:`BATCH`."""
     for i in range(0, len(items), BATCH):
         yield items[i : i + BATCH]
-
-
-@dataclass(frozen=True, slots=True)
-class CommitRow:
-    id: str
-    parent_id: str | None
-    merge_parent_id: str | None
-    root_hash: bytes
-    changes_hash: bytes | None
-    author: str
-    message: str
-    meta: dict[str, Any]
-    created_at: float
-    generation: int
-
-
-@dataclass(frozen=True, slots=True)
-class SessionRow:
-    id: str
-    repo_id: int
-    branch: str
-    base_commit: str
-    author: str
-    isolation: str
-    status: str
-    created_at: float
-    expires_at: float
-    commit_id: str | None
-
-    def info(self, now: float) -> SessionInfo:
-        """The public description of this session at catalog time ``now``."""
-        return SessionInfo(
-            self.id,
-            self.branch,
-            self.base_commit,
-            self.author,
-            self.isolation,
-            session_status(self.status, self.expires_at, now),
-            from_epoch(self.created_at),
-            from_epoch(self.expires_at),
-            self.commit_id,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class StagedRow:
-    path: str
-    kind: str
-    key: str
-    hash: bytes | None
-    length: int
-    inline: bytes | None
-    pack: bytes | None = None
-    offset: int = 0
-    crc: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class RefLogRow:
-    name: str
-    action: str
-    old_commit: str | None
-    new_commit: str | None
-    author: str
-    at: float
-    message: str
 
 
 COMMIT_COLS = [
@@ -120,8 +53,8 @@ COMMIT_COLS = [
 ]
 
 
-def commit_row(r: Any) -> CommitRow:
-    return CommitRow(
+def commit_record(r: Any) -> CommitRecord:
+    return CommitRecord(
         r.id,
         r.parent_id,
         r.merge_parent_id,
@@ -135,10 +68,9 @@ def commit_row(r: Any) -> CommitRow:
     )
 
 
-def session_row(r: Any) -> SessionRow:
-    return SessionRow(
+def session_record(r: Any) -> SessionRecord:
+    return SessionRecord(
         r.id,
-        r.repo_id,
         r.branch,
         r.base_commit,
         r.author,
@@ -150,39 +82,84 @@ def session_row(r: Any) -> SessionRow:
     )
 
 
-def staged_row(r: Any) -> StagedRow:
-    return StagedRow(
-        r.path,
-        r.kind,
-        r.key,
-        None if r.hash is None else bytes(r.hash),
-        int(r.length),
-        None if r.inline is None else bytes(r.inline),
-        None if r.pack is None else bytes(r.pack),
-        int(r.pack_offset or 0),
-        None if r.crc is None else int(r.crc),
+def _coords_text(coords: ChunkCoords) -> str:
+    return ",".join(map(str, coords))
+
+
+def _text_coords(text: str) -> ChunkCoords:
+    return tuple(int(x) for x in text.split(",")) if text else ()
+
+
+def staged_entry(r: Any) -> StagedEntry:
+    ref = None
+    if r.hash is not None:
+        ref = ChunkRef(
+            bytes(r.hash),
+            int(r.length),
+            None if r.inline is None else bytes(r.inline),
+            None if r.pack is None else bytes(r.pack),
+            int(r.pack_offset or 0),
+            None if r.crc is None else int(r.crc),
+        )
+    if r.kind == "chunk":
+        return StagedEntry(r.path, "chunk", _text_coords(r.key), "", ref)
+    return StagedEntry(r.path, r.kind, (), r.key, ref)
+
+
+def staged_key(e: StagedEntry) -> str:
+    """The ``key`` column of an entry."""
+    return _coords_text(e.coords) if e.kind == "chunk" else e.key
+
+
+def staged_values(session_id: str, entries: Iterable[StagedEntry]) -> list[dict[str, Any]]:
+    out = []
+    for e in entries:
+        ref = e.ref
+        out.append(
+            {
+                "session_id": session_id,
+                "path": e.path,
+                "kind": e.kind,
+                "key": staged_key(e),
+                "hash": None if ref is None else ref.hash,
+                "length": 0 if ref is None else ref.length,
+                "inline": None if ref is None else ref.inline,
+                "pack": None if ref is None else ref.pack,
+                "pack_offset": None if ref is None or ref.pack is None else ref.offset,
+                "crc": None if ref is None else ref.crc,
+            }
+        )
+    return out
+
+
+# a read: (node path, chunk coordinates; None for the node's metadata) or a raw key
+Read = tuple[str, ChunkCoords | None] | str
+
+
+def read_values(session_id: str, items: Iterable[Read]) -> list[dict[str, Any]]:
+    out = []
+    for item in items:
+        if isinstance(item, str):
+            path, key = "", "raw:" + item
+        else:
+            path, key = item[0], "" if item[1] is None else _coords_text(item[1])
+        out.append({"session_id": session_id, "path": path, "key": key})
+    return out
+
+
+def reads_from(
+    rows: Iterable[tuple[str, str]],
+) -> tuple[frozenset[tuple[str, ChunkCoords | None]], frozenset[str]]:
+    """(nodes and chunks read, raw keys read) from rows of ``zl_reads``."""
+    pairs = list(rows)
+    raw = frozenset(k[4:] for _, k in pairs if k.startswith("raw:"))
+    nodes = frozenset(
+        (p, _text_coords(k) if k else None) for p, k in pairs if not k.startswith("raw:")
     )
+    return nodes, raw
 
 
-def staged_values(session_id: str, rows: Sequence[StagedRow]) -> list[dict[str, Any]]:
-    return [
-        {
-            "session_id": session_id,
-            "path": r.path,
-            "kind": r.kind,
-            "key": r.key,
-            "hash": r.hash,
-            "length": r.length,
-            "inline": r.inline,
-            "pack": r.pack,
-            "pack_offset": None if r.pack is None else r.offset,
-            "crc": r.crc,
-        }
-        for r in rows
-    ]
-
-
-def head_query(repo_id: int, branch: str) -> sa.Select[Any]:
+def head_query(repo_id: Any, branch: Any) -> sa.Select[Any]:
     return (
         sa.select(*COMMIT_COLS)
         .select_from(refs)
@@ -199,5 +176,5 @@ def bound_head_query(clock: str | None = None) -> sa.Select[Any]:
     """:func:`head_query` built once, with ``h_repo`` and ``h_branch`` bound at execution;
     with ``clock`` (a dialect name), the catalog's clock alongside as ``now``."""
     repo_id = sa.bindparam("h_repo", type_=sa.Integer)
-    q = head_query(repo_id, sa.bindparam("h_branch", type_=refs.c.name.type))  # type: ignore[arg-type]
+    q = head_query(repo_id, sa.bindparam("h_branch", type_=refs.c.name.type))
     return q if clock is None else q.add_columns(dia.now_column(clock))

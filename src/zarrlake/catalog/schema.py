@@ -1,16 +1,14 @@
-"""The catalog schema (SQLAlchemy Core) and its migrations.
+"""The catalog schema (SQLAlchemy Core) at the current version; :mod:`.migrations` upgrades
+older catalogs to it.
 
 Every table is prefixed ``zl_`` so a catalog can share a database with other applications.
 """
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable
-
 import sqlalchemy as sa
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "metadata", "tune_storage"]
+__all__ = ["SCHEMA_VERSION", "metadata", "tune_storage"]
 
 SCHEMA_VERSION = 5
 
@@ -181,18 +179,6 @@ commit_keys = sa.Table(
 )
 
 
-def _v2_gc_marks(conn: sa.Connection) -> None:
-    gc_marks.create(conn, checkfirst=True)
-
-
-def _v3_commit_keys(conn: sa.Connection) -> None:
-    commit_keys.create(conn, checkfirst=True)
-    # the catalog's identity, so that a process never writes into a database that replaced
-    # the one it opened
-    if conn.execute(sa.select(info.c.key).where(info.c.key == "catalog_id")).first() is None:
-        conn.execute(sa.insert(info).values(key="catalog_id", value=uuid.uuid4().hex))
-
-
 def tune_storage(conn: sa.Connection) -> None:
     """On PostgreSQL 14 and later, compress catalog nodes with lz4 rather than pglz: measured
     on a one-chunk commit, pglz spent 3.5 of the commit statement's 8 ms compressing the
@@ -206,26 +192,3 @@ def tune_storage(conn: sa.Connection) -> None:
             conn.execute(sa.text(f"ALTER TABLE {blobs.name} ALTER COLUMN data SET COMPRESSION lz4"))
     except sa.exc.DBAPIError:
         pass
-
-
-def _v4_packs(conn: sa.Connection) -> None:
-    for name in ("pack", "pack_offset"):
-        column = staged.c[name]
-        kind = column.type.compile(dialect=conn.dialect)
-        conn.execute(sa.text(f"ALTER TABLE {staged.name} ADD COLUMN {name} {kind}"))
-    moved.create(conn, checkfirst=True)
-    tune_storage(conn)
-
-
-def _v5_checksums(conn: sa.Connection) -> None:
-    kind = staged.c.crc.type.compile(dialect=conn.dialect)
-    conn.execute(sa.text(f"ALTER TABLE {staged.name} ADD COLUMN crc {kind}"))
-
-
-# version -> function upgrading a catalog from version-1 to version, inside one transaction.
-MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {
-    2: _v2_gc_marks,
-    3: _v3_commit_keys,
-    4: _v4_packs,
-    5: _v5_checksums,
-}

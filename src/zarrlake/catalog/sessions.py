@@ -9,21 +9,23 @@ from typing import Any
 import sqlalchemy as sa
 
 import zarrlake.catalog.dialect as dia
-from zarrlake.catalog.base import CatalogBase
+from zarrlake.catalog.db import Scoped
+from zarrlake.catalog.nodes import put_nodes
 from zarrlake.catalog.rows import (
-    CommitRow,
-    SessionRow,
-    StagedRow,
+    Read,
     bound_head_query,
-    commit_row,
-    session_row,
-    staged_row,
+    commit_record,
+    read_values,
+    reads_from,
+    session_record,
+    staged_entry,
     staged_values,
 )
 from zarrlake.catalog.schema import reads, sessions, staged
 from zarrlake.errors import NotFoundError, SessionClosedError, SessionExpiredError
 from zarrlake.faults import crash_point
-from zarrlake.types import SessionInfo
+from zarrlake.model.records import CommitRecord, SessionRecord, StagedEntry, StagedKind
+from zarrlake.types import ChunkCoords, SessionInfo
 
 __all__ = ["SessionQueries", "refuse_session"]
 
@@ -47,35 +49,32 @@ def refuse_session(
 
 @functools.cache
 def _session_now(dialect: str) -> sa.Select[Any]:
-    """A session's row and the catalog's clock (built once; ``s_id`` bound at execution)."""
+    """A session's row and the catalog's clock (built once; ``s_id`` and ``s_repo`` bound at
+    execution)."""
     return sa.select(sessions, dia.now_column(dialect)).where(
-        sessions.c.id == sa.bindparam("s_id", type_=sessions.c.id.type)
+        sessions.c.id == sa.bindparam("s_id", type_=sessions.c.id.type),
+        sessions.c.repo_id == sa.bindparam("s_repo", type_=sa.Integer),
     )
 
 
-class SessionQueries(CatalogBase):
-    def create_session(
-        self,
-        repo_id: int,
-        session_id: str,
-        branch: str,
-        author: str,
-        isolation: str,
-        expires_in: float,
-    ) -> tuple[SessionRow, CommitRow]:
+class SessionQueries(Scoped):
+    """A repo's sessions and what they stage."""
+
+    def create(
+        self, session_id: str, branch: str, author: str, isolation: str, expires_in: float
+    ) -> tuple[SessionRecord, CommitRecord]:
         """Open a session on the head of ``branch``; returns it and its base commit."""
-        with self.tx(write=True) as conn:
-            q = bound_head_query(self.dialect)
-            base = conn.execute(q, {"h_repo": repo_id, "h_branch": branch}).first()
+        with self.db.tx(write=True) as conn:
+            q = bound_head_query(self.db.dialect)
+            base = conn.execute(q, {"h_repo": self.repo_id, "h_branch": branch}).first()
             if base is None:
                 raise NotFoundError(f"no branch {branch!r}; create it with repo.create_branch()")
-            head = base.id
             now = float(base.now)
             values = {
                 "id": session_id,
-                "repo_id": repo_id,
+                "repo_id": self.repo_id,
                 "branch": branch,
-                "base_commit": head,
+                "base_commit": base.id,
                 "author": author,
                 "isolation": isolation,
                 "status": "open",
@@ -84,49 +83,51 @@ class SessionQueries(CatalogBase):
                 "commit_id": None,
             }
             conn.execute(sa.insert(sessions).values(**values))
-            return SessionRow(**values), commit_row(base)
+            record = SessionRecord(
+                session_id, branch, base.id, author, isolation, "open", now, now + expires_in, None
+            )
+            return record, commit_record(base)
 
-    def get_session(self, session_id: str) -> SessionRow:
-        with self.read() as conn:
-            row = conn.execute(sa.select(sessions).where(sessions.c.id == session_id)).first()
+    def _row(self, conn: sa.Connection, session_id: str) -> tuple[SessionRecord, float]:
+        row = conn.execute(
+            _session_now(self.db.dialect), {"s_id": session_id, "s_repo": self.repo_id}
+        ).first()
         if row is None:
-            raise NotFoundError(f"no session {session_id!r}")
-        return session_row(row)
+            raise NotFoundError(f"no session {session_id!r} in this repo")
+        return session_record(row), float(row.now)
 
-    def session_and_clock(self, session_id: str) -> tuple[SessionRow, float]:
+    def get(self, session_id: str) -> SessionRecord:
+        return self.get_with_clock(session_id)[0]
+
+    def get_with_clock(self, session_id: str) -> tuple[SessionRecord, float]:
         """A session as the catalog records it, and the catalog's clock (one query)."""
-        with self.read() as conn:
-            row = conn.execute(_session_now(self.dialect), {"s_id": session_id}).first()
-        if row is None:
-            raise NotFoundError(f"no session {session_id!r}")
-        return session_row(row), float(row.now)
+        with self.db.read() as conn:
+            return self._row(conn, session_id)
 
-    def list_sessions(self, repo_id: int, include_closed: bool = False) -> list[SessionInfo]:
-        """A repo's sessions, oldest first, each with its status at the catalog's clock: those
-        not closed (``open`` or ``expired``), or every one with ``include_closed``."""
-        q = sa.select(sessions, dia.now_column(self.dialect)).where(sessions.c.repo_id == repo_id)
+    def infos(self, include_closed: bool = False) -> list[SessionInfo]:
+        """The repo's sessions, oldest first, each with its status at the catalog's clock:
+        those not closed (``open`` or ``expired``), or every one with ``include_closed``."""
+        q = sa.select(sessions, dia.now_column(self.db.dialect)).where(
+            sessions.c.repo_id == self.repo_id
+        )
         if not include_closed:
             q = q.where(sessions.c.status == "open")
-        with self.read() as conn:
+        with self.db.read() as conn:
             rows = conn.execute(q.order_by(sessions.c.created_at, sessions.c.id)).all()
-        return [session_row(r).info(float(r.now)) for r in rows]
+        return [session_record(r).info(float(r.now)) for r in rows]
 
-    def check_session(self, conn: sa.Connection, session_id: str) -> tuple[SessionRow, float]:
-        """The session, refused unless open and unexpired, and the catalog's clock (one
-        query)."""
-        row = conn.execute(_session_now(self.dialect), {"s_id": session_id}).first()
-        if row is None:
-            raise NotFoundError(f"no session {session_id!r}")
-        s, now = session_row(row), float(row.now)
+    def check(self, conn: sa.Connection, session_id: str) -> tuple[SessionRecord, float]:
+        """The session, refused unless open and unexpired, and the catalog's clock."""
+        s, now = self._row(conn, session_id)
         refuse_session(session_id, s.status, s.expires_at, now)
         return s, now
 
-    def update_session(self, session_id: str, **values: Any) -> SessionRow:
+    def update(self, session_id: str, **values: Any) -> SessionRecord:
         """Change an open session (expiry, base commit, status) after checking it is usable."""
         extend_by = values.pop("extend_by", None)
         max_life = values.pop("max_life", None)
-        with self.tx(write=True) as conn:
-            s, now = self.check_session(conn, session_id)
+        with self.db.tx(write=True) as conn:
+            s, now = self.check(conn, session_id)
             if extend_by is not None:
                 new_exp = now + extend_by
                 if max_life is not None and new_exp - s.created_at > max_life:
@@ -143,31 +144,33 @@ class SessionQueries(CatalogBase):
             if values.get("status") == "abandoned":
                 conn.execute(sa.delete(staged).where(staged.c.session_id == session_id))
                 conn.execute(sa.delete(reads).where(reads.c.session_id == session_id))
-            return session_row(row)
+            return session_record(row)
+
+    def close_as(self, session_id: str, commit_id: str) -> None:
+        """Record an open session as committed by ``commit_id`` (a commit that landed before,
+        with the session's idempotency key)."""
+        self.update(session_id, status="committed", commit_id=commit_id)
 
     # -- staged changes ------------------------------------------------------------------------
 
     def stage(
         self,
         session_id: str,
-        rows: Sequence[StagedRow],
+        entries: Sequence[StagedEntry],
         drops: Iterable[str] = (),
         *,
         blobs: dict[bytes, tuple[str, bytes]] | None = None,
-        reads: Sequence[tuple[str, str]] = (),
+        reads_: Sequence[Read] = (),
     ) -> None:
-        """Record writes (node drops, then rows), the metadata documents they reference and
-        reads (serializable sessions) in an open, unexpired session, in one transaction."""
+        """Record writes (node drops, then entries), the metadata documents they reference
+        and reads (serializable sessions) in an open, unexpired session, in one transaction."""
         drops = list(drops)
-        with self.tx(write=True) as conn:
-            s, now = self.check_session(conn, session_id)
+        with self.db.tx(write=True) as conn:
+            _, now = self.check(conn, session_id)
             if blobs:
-                self.put_blobs_in(conn, s.repo_id, blobs, now)
-            if reads:
-                conn.execute(
-                    self.insert_read,
-                    [{"session_id": session_id, "path": p, "key": k} for p, k in reads],
-                )
+                put_nodes(conn, self.repo_id, blobs, now)
+            if reads_:
+                conn.execute(self.db.insert_read, read_values(session_id, reads_))
             for path in drops:
                 # A dropped node loses everything staged for it before the drop, including
                 # keys staged raw under it (chunks written before the node existed).
@@ -183,87 +186,76 @@ class SessionQueries(CatalogBase):
                 )
             if drops:
                 conn.execute(
-                    self.upsert_staged,
-                    [
-                        {
-                            "session_id": session_id,
-                            "path": p,
-                            "kind": "drop",
-                            "key": "",
-                            "hash": None,
-                            "length": 0,
-                            "inline": None,
-                            "pack": None,
-                            "pack_offset": None,
-                            "crc": None,
-                        }
-                        for p in drops
-                    ],
+                    self.db.upsert_staged,
+                    staged_values(session_id, [StagedEntry(p, "drop") for p in drops]),
                 )
-            if rows:
-                conn.execute(self.upsert_staged, staged_values(session_id, rows))
+            if entries:
+                conn.execute(self.db.upsert_staged, staged_values(session_id, entries))
             crash_point("stage.in_tx")
 
-    def replace_staged(self, session_id: str, rows: Sequence[StagedRow], base: str) -> None:
-        """Replace all staged rows of a session and move its base (after a rebase)."""
-        with self.tx(write=True) as conn:
-            self.check_session(conn, session_id)
+    def replace_staged(self, session_id: str, entries: Sequence[StagedEntry], base: str) -> None:
+        """Replace all staged entries of a session and move its base (after a rebase)."""
+        with self.db.tx(write=True) as conn:
+            self.check(conn, session_id)
             conn.execute(sa.delete(staged).where(staged.c.session_id == session_id))
             conn.execute(sa.delete(reads).where(reads.c.session_id == session_id))
-            if rows:
-                conn.execute(self.upsert_staged, staged_values(session_id, rows))
+            if entries:
+                conn.execute(self.db.upsert_staged, staged_values(session_id, entries))
             conn.execute(
                 sa.update(sessions).where(sessions.c.id == session_id).values(base_commit=base)
             )
             crash_point("rebase.in_tx")
 
-    def load_staged(self, session_id: str, kinds: Sequence[str] | None = None) -> list[StagedRow]:
+    def load_staged(
+        self, session_id: str, kinds: Sequence[StagedKind] | None = None
+    ) -> list[StagedEntry]:
         q = sa.select(staged).where(staged.c.session_id == session_id)
         if kinds is not None:
             q = q.where(staged.c.kind.in_(kinds))
-        with self.read() as conn:
-            return [staged_row(r) for r in conn.execute(q)]
+        with self.db.read() as conn:
+            return [staged_entry(r) for r in conn.execute(q)]
 
     def get_staged(
         self,
         session_id: str,
         path: str,
-        kinds: Sequence[str],
-        key: str,
+        kind: StagedKind,
+        coords: ChunkCoords = (),
+        key: str = "",
         raw_key: str | None = None,
-    ) -> dict[str, StagedRow]:
-        """The staged rows of one key (and the node's drop marker), by kind; with
-        ``raw_key``, also the raw row of that store key (a chunk written before its array)."""
+    ) -> dict[str, StagedEntry]:
+        """The staged entry of one key (a node's ``meta``, a ``chunk`` at ``coords``, or a
+        ``raw`` ``key``) and the node's drop marker, by kind; with ``raw_key``, also the raw
+        entry of that store key (a chunk written before its array)."""
+        text = ",".join(map(str, coords)) if kind == "chunk" else key
         this = sa.and_(
             staged.c.path == path,
-            sa.or_(
-                sa.and_(staged.c.kind.in_(kinds), staged.c.key == key),
-                staged.c.kind == "drop",
-            ),
+            sa.or_(sa.and_(staged.c.kind == kind, staged.c.key == text), staged.c.kind == "drop"),
         )
         if raw_key is not None:
             this = sa.or_(
                 this,
                 sa.and_(staged.c.path == "", staged.c.kind == "raw", staged.c.key == raw_key),
             )
-        with self.read() as conn:
+        with self.db.read() as conn:
             rows = conn.execute(
                 sa.select(staged).where(staged.c.session_id == session_id, this)
             ).all()
-        return {r.kind: staged_row(r) for r in rows}
+        return {r.kind: staged_entry(r) for r in rows}
 
-    def record_reads(self, session_id: str, items: Iterable[tuple[str, str]]) -> None:
-        values = [{"session_id": session_id, "path": p, "key": k} for p, k in items]
+    def record_reads(self, session_id: str, items: Iterable[Read]) -> None:
+        values = read_values(session_id, items)
         if not values:
             return
-        with self.tx(write=True) as conn:
-            conn.execute(self.insert_read, values)
+        with self.db.tx(write=True) as conn:
+            conn.execute(self.db.insert_read, values)
 
-    def load_reads(self, session_id: str) -> list[tuple[str, str]]:
-        with self.read() as conn:
-            return [
-                (r.path, r.key)
-                for r in conn.execute(
-                    sa.select(reads.c.path, reads.c.key).where(reads.c.session_id == session_id)
-                )
-            ]
+    def load_reads(
+        self, session_id: str
+    ) -> tuple[frozenset[tuple[str, ChunkCoords | None]], frozenset[str]]:
+        """What a serializable session recorded as read: (nodes and chunks, raw keys)."""
+        with self.db.read() as conn:
+            rows = conn.execute(
+                sa.select(reads.c.path, reads.c.key).where(reads.c.session_id == session_id)
+            ).all()
+        return reads_from((r.path, r.key) for r in rows)

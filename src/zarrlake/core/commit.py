@@ -6,10 +6,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from zarrlake.catalog import CommitRow
 from zarrlake.core.repo_core import RepoCore
 from zarrlake.errors import EmptyCommitError
 from zarrlake.model import Root, StagedState, build_snapshot, content_hash
+from zarrlake.model.records import CommitRecord
 from zarrlake.types import new_commit_id
 
 __all__ = ["BuiltCommit", "publish_commit"]
@@ -28,7 +28,7 @@ def publish_commit(
     core: RepoCore,
     *,
     branch: str,
-    head: CommitRow,
+    head: CommitRecord,
     head_root: Root,
     staged: StagedState,
     extra_blobs: Mapping[bytes, tuple[str, bytes]],
@@ -58,7 +58,7 @@ def publish_commit(
         raise EmptyCommitError(empty_message)
     changes = result.changes.encode()
     ch = content_hash(changes)
-    row = CommitRow(
+    row = CommitRecord(
         new_commit_id(),
         parents[0],
         parents[1],
@@ -71,8 +71,7 @@ def publish_commit(
         generation,
     )
     blobs = {**extra_blobs, **result.blobs, ch: ("changes", changes)}
-    done = core.catalog.insert_commit(
-        core.repo_id,
+    done = core.catalog.writer.publish(
         branch,
         head.id,
         row,

@@ -7,7 +7,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from zarrlake.catalog import Catalog
+from zarrlake.catalog.interface import NodeStore
 from zarrlake.model import (
     NODE_KIND,
     ChangeSet,
@@ -69,17 +69,14 @@ class _LRU:
 class CatalogReader:
     """Loads catalog nodes by hash; they never change, so they are cached forever (LRU)."""
 
-    def __init__(
-        self, catalog: Catalog, repo_id: int, *, shard_cache: int = 512, node_cache: int = 4096
-    ) -> None:
-        self.catalog = catalog
-        self.repo_id = repo_id
+    def __init__(self, nodes: NodeStore, *, shard_cache: int = 512, node_cache: int = 4096) -> None:
+        self.nodes = nodes
         self._small = _LRU(8192)
         self._shards = _LRU(shard_cache)
         self._nodes = _LRU(node_cache)  # index nodes, about 9 KB each when full
 
     def _blob(self, h: bytes) -> bytes:
-        return self.catalog.get_blob(self.repo_id, h)
+        return self.nodes.get(h)
 
     def prime(self, h: bytes, kind: str, data: bytes) -> None:
         """Seed the cache with a node this process just wrote (the next commit or read of
@@ -128,7 +125,7 @@ class CatalogReader:
         missing = [h for h in dict.fromkeys(hashes) if not cache.has(h)]
         if not missing:
             return
-        for h, (_kind, data) in self.catalog.get_blobs(self.repo_id, missing).items():
+        for h, (_kind, data) in self.nodes.get_many(missing).items():
             cache.put(h, decode(data))
 
     def shard(self, h: bytes) -> Shard:
@@ -163,7 +160,7 @@ class CatalogReader:
         ]
         if not want:
             return
-        for h, (kind, data) in self.catalog.get_blobs(self.repo_id, want).items():
+        for h, (kind, data) in self.nodes.get_many(want).items():
             if kind == "meta":
                 self._small.put(("m", h), data)
             elif kind == "index" and data[:1] != b"{":  # old flat indexes can be large

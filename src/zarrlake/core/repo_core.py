@@ -12,17 +12,21 @@ import asyncio
 import dataclasses
 import os
 import threading
+from collections.abc import MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zarrlake.catalog import Catalog, catalog_for
+import zarrlake.process as process
+from zarrlake.catalog import RepoCatalog, catalog_for
 from zarrlake.catalog.dialect import sqlite_file
+from zarrlake.catalog.interface import CatalogApi
 from zarrlake.core.reader import CatalogReader
 from zarrlake.errors import ObjectMissingError
-from zarrlake.model import ChunkRef
+from zarrlake.model import ChunkRef, Root, content_hash
+from zarrlake.model.records import CommitRecord
 from zarrlake.objects import ObjectStore, open_object_store
-from zarrlake.types import RepoConfig
+from zarrlake.types import RepoConfig, new_commit_id
 
 __all__ = ["RepoCore", "create_core", "forget_cores", "open_core", "resolve_storage"]
 
@@ -32,11 +36,14 @@ class RepoCore:
     """One open repo: its configuration, catalog, id, object store and node cache."""
 
     config: RepoConfig
-    catalog: Catalog
-    repo_id: int
+    catalog: CatalogApi
     storage: str  # as the catalog records it
     objects: ObjectStore
     reader: CatalogReader
+
+    @property
+    def repo_id(self) -> int:
+        return self.catalog.repo_id
 
     @property
     def name(self) -> str:
@@ -85,7 +92,7 @@ class RepoCore:
     def _moved(self, ref: ChunkRef) -> ChunkRef | None:
         if ref.pack is None:
             return None
-        found = self.catalog.moved_to(self.repo_id, ref.pack, ref.offset)
+        found = self.catalog.gc.moved_to(ref.pack, ref.offset)
         return None if found is None else dataclasses.replace(ref, pack=found[0], offset=found[1])
 
 
@@ -100,49 +107,59 @@ def resolve_storage(catalog_url: str, storage: str) -> str:
     return str((Path(file).parent / storage).resolve())
 
 
-_cores: dict[tuple[Any, ...], RepoCore] = {}
+_cores: MutableMapping[tuple[Any, ...], RepoCore] = process.registry("cores")
 _lock = threading.Lock()
 
 
-def _build(config: RepoConfig, catalog: Catalog, repo_id: int, storage: str) -> RepoCore:
+def _build(config: RepoConfig, catalog: RepoCatalog, storage: str) -> RepoCore:
     objects = open_object_store(
         resolve_storage(config.catalog, storage),
         config.storage_options,
         verify=config.verify_reads,
     )
-    return RepoCore(config, catalog, repo_id, storage, objects, CatalogReader(catalog, repo_id))
+    return RepoCore(config, catalog, storage, objects, CatalogReader(catalog.nodes))
 
 
 def open_core(config: RepoConfig) -> RepoCore:
     """This process's core for ``config``, checked against the catalog (one query)."""
     catalog = catalog_for(config.catalog)
     repo_id, storage = catalog.get_repo(config.name)
-    key = (os.getpid(), *config.key())
+    key = config.key()
     with _lock:
         core = _cores.get(key)
         if (
             core is not None
-            and core.catalog is catalog
+            and core.catalog.catalog_id == catalog.catalog_id
             and core.repo_id == repo_id
             and core.storage == storage
         ):
             return core
-    core = _build(config, catalog, repo_id, storage)
+    core = _build(config, catalog.repo(repo_id), storage)
     with _lock:
         _cores[key] = core
     return core
 
 
-def create_core(
-    config: RepoConfig, storage: str, root_hash: bytes, root: bytes, commit_id: str, author: str
-) -> RepoCore:
-    """Record a new repo in the catalog (after checking its storage works) and open it."""
+def create_core(config: RepoConfig, storage: str, author: str) -> RepoCore:
+    """Record a new repo in the catalog (after checking its storage works), with its first,
+    empty commit, and open it."""
     open_object_store(
         resolve_storage(config.catalog, storage), config.storage_options, verify=False
     ).probe()
-    catalog_for(config.catalog, create=True).create_repo(
-        config.name, storage, root_hash, root, commit_id, author
+    root = Root().encode()
+    first = CommitRecord(
+        new_commit_id(),
+        None,
+        None,
+        content_hash(root),
+        None,
+        author,
+        "Repository initialized",
+        {},
+        0.0,
+        0,
     )
+    catalog_for(config.catalog, create=True).create_repo(config.name, storage, first, root)
     return open_core(config)
 
 

@@ -8,7 +8,7 @@ from datetime import datetime
 from zarrlake.core import RepoCore
 from zarrlake.errors import NotFoundError, RefMovedError
 from zarrlake.history.refs import resolve_ref
-from zarrlake.types import RefLogEntry, check_limit, from_epoch, to_timestamp, validate_name
+from zarrlake.types import RefLogEntry, check_limit, to_timestamp, validate_name
 
 __all__ = [
     "commit_at",
@@ -23,13 +23,13 @@ __all__ = [
 
 def list_refs(core: RepoCore, kind: str) -> dict[str, str]:
     """Branch (or tag) name -> commit id."""
-    return core.catalog.list_refs(core.repo_id, kind)
+    return core.catalog.refs.all(kind)
 
 
 def ref_commit(core: RepoCore, name: str, kind: str) -> str:
     """The commit a branch or tag points to now; :class:`NotFoundError` naming the others."""
     validate_name(name, f"{kind} name")
-    found = core.catalog.get_ref(core.repo_id, name)
+    found = core.catalog.refs.get(name)
     if found is None or found[0] != kind:
         plural = "branches" if kind == "branch" else "tags"
         raise NotFoundError(f"no {kind} {name!r}; {plural}: {sorted(list_refs(core, kind))}")
@@ -40,14 +40,14 @@ def create_ref(core: RepoCore, name: str, kind: str, ref: str, author: str) -> s
     """Create a branch or tag at ``ref``; returns its commit id."""
     validate_name(name, f"{kind} name")
     commit = resolve_ref(core, ref)
-    core.catalog.create_ref(core.repo_id, name, kind, commit, author)
+    core.catalog.refs.create(name, kind, commit, author)
     return commit
 
 
 def delete_ref(core: RepoCore, name: str, kind: str, author: str) -> str:
     """Delete a branch or tag; returns the commit it pointed to."""
     validate_name(name, f"{kind} name")
-    return core.catalog.delete_ref(core.repo_id, name, kind, author)
+    return core.catalog.refs.delete(name, kind, author)
 
 
 def reset_branch(
@@ -56,12 +56,12 @@ def reset_branch(
     """Point a branch at another commit by compare-and-swap; returns the commit."""
     validate_name(name, "branch name")
     target = resolve_ref(core, to)
-    current = core.catalog.get_ref(core.repo_id, name)
+    current = core.catalog.refs.get(name)
     if current is None or current[0] != "branch":
         raise NotFoundError(f"no branch {name!r}")
     old = resolve_ref(core, expected) if expected is not None else current[1]
-    if not core.catalog.move_branch(core.repo_id, name, old, target, author, "reset", message):
-        now = core.catalog.get_ref(core.repo_id, name)
+    if not core.catalog.refs.move(name, old, target, author, "reset", message):
+        now = core.catalog.refs.get(name)
         raise RefMovedError(
             f"branch {name!r} is not at {old[:10]} any more (someone moved it); "
             "read its head again and retry",
@@ -75,19 +75,14 @@ def reset_branch(
 def reflog(core: RepoCore, name: str, limit: int | None) -> list[RefLogEntry]:
     """Every move of a branch or tag, newest first."""
     validate_name(name, "ref name")
-    return [
-        RefLogEntry(
-            r.name, r.action, r.old_commit, r.new_commit, r.author, from_epoch(r.at), r.message
-        )
-        for r in core.catalog.reflog(core.repo_id, name, check_limit(limit))
-    ]
+    return core.catalog.refs.log(name, check_limit(limit))
 
 
 def commit_at(core: RepoCore, branch: str, when: datetime) -> str:
     """The commit that was the head of ``branch`` at time ``when`` (naive times are UTC)."""
     validate_name(branch, "branch name")
     ts = to_timestamp(when, "as_of")
-    found = core.catalog.ref_at(core.repo_id, branch, ts)
+    found = core.catalog.refs.at(branch, ts)
     if found is None:
         raise NotFoundError(
             f"branch {branch!r} did not exist (or was deleted) at {when.isoformat()}"

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from zarrlake.catalog import CommitRow
 from zarrlake.core import RepoCore
 from zarrlake.errors import NotFoundError
 from zarrlake.history.refs import resolve_ref
 from zarrlake.model import Root
 from zarrlake.model.diff import Diff, diff_roots
 from zarrlake.model.graph import merge_base as _walk_merge_base
+from zarrlake.model.records import CommitRecord
 from zarrlake.types import CommitInfo, check_limit, from_epoch
 
 __all__ = ["branch_head", "commit_info", "commit_root", "diff", "log", "merge_base"]
@@ -19,23 +19,21 @@ def merge_base(core: RepoCore, a: str, b: str) -> str | None:
     if a == b:
         return a
     cat = core.catalog
-    ga = cat.get_commit(core.repo_id, a).generation
-    gb = cat.get_commit(core.repo_id, b).generation
-    return _walk_merge_base(
-        a, ga, b, gb, lambda heads, low: cat.commit_graph(core.repo_id, heads, low)
-    )
+    ga = cat.commits.get(a).generation
+    gb = cat.commits.get(b).generation
+    return _walk_merge_base(a, ga, b, gb, lambda heads, low: cat.commits.window(heads, low))
 
 
-def branch_head(core: RepoCore, branch: str) -> CommitRow:
+def branch_head(core: RepoCore, branch: str) -> CommitRecord:
     """The head commit of a branch; :class:`NotFoundError` naming the branches there are."""
-    head = core.catalog.branch_head(core.repo_id, branch)
+    head = core.catalog.refs.head(branch)
     if head is None:
-        branches = sorted(core.catalog.list_refs(core.repo_id, "branch"))
+        branches = sorted(core.catalog.refs.all("branch"))
         raise NotFoundError(f"no branch {branch!r}; branches: {branches}")
     return head
 
 
-def _info(row: CommitRow) -> CommitInfo:
+def _info(row: CommitRecord) -> CommitInfo:
     parents = tuple(p for p in (row.parent_id, row.merge_parent_id) if p)
     return CommitInfo(
         row.id, parents, row.author, row.message, row.meta, from_epoch(row.created_at)
@@ -44,16 +42,16 @@ def _info(row: CommitRow) -> CommitInfo:
 
 def commit_info(core: RepoCore, commit: str) -> CommitInfo:
     """One commit as the log shows it."""
-    return _info(core.catalog.get_commit(core.repo_id, commit))
+    return _info(core.catalog.commits.get(commit))
 
 
 def log(core: RepoCore, head: str, limit: object) -> list[CommitInfo]:
     """``head`` and its first-parent ancestors, newest first."""
-    return [_info(r) for r in core.catalog.ancestry(core.repo_id, head, check_limit(limit))]
+    return [_info(r) for r in core.catalog.commits.ancestry(head, check_limit(limit))]
 
 
-def commit_root(core: RepoCore, commit: str) -> tuple[CommitRow, Root]:
-    row = core.catalog.get_commit(core.repo_id, commit)
+def commit_root(core: RepoCore, commit: str) -> tuple[CommitRecord, Root]:
+    row = core.catalog.commits.get(commit)
     return row, core.reader.root(row.root_hash)
 
 

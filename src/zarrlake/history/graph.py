@@ -16,8 +16,8 @@ __all__ = ["graph"]
 
 def _heads(core: RepoCore, refs: Sequence[str] | None) -> dict[str, str]:
     """Ref label -> commit: every branch and tag (``tag:<name>``), or the refs asked for."""
-    branches = core.catalog.list_refs(core.repo_id, "branch")
-    tags = {f"tag:{n}": c for n, c in core.catalog.list_refs(core.repo_id, "tag").items()}
+    branches = core.catalog.refs.all("branch")
+    tags = {f"tag:{n}": c for n, c in core.catalog.refs.all("tag").items()}
     if refs is None:
         return {**branches, **tags}
     if isinstance(refs, str) or not all(isinstance(r, str) for r in refs):
@@ -38,14 +38,14 @@ def graph(
         raise InvalidInputError(f"offset must be an integer >= 0, got {offset!r}")
     limit = check_limit(limit)
     heads = _heads(core, refs)
-    dag = core.catalog.graph_nodes(core.repo_id, sorted(set(heads.values())))
+    dag = core.catalog.commits.graph(sorted(set(heads.values())))
     order = topo_order(dag)
     pin = heads.get("main", next(iter(heads.values()), None)) if refs is None else None
     lanes = lay_out(order, dag, heads.get(refs[0]) if refs else pin)
     width = 1 + max((max((lane, *(b for _, b in e))) for lane, e in lanes), default=-1)
     end = len(order) if limit is None else min(len(order), offset + limit)
     page = order[offset:end]
-    rows = core.catalog.commits_by_id(core.repo_id, page)
+    rows = core.catalog.commits.by_id(page)
     at: dict[str, list[str]] = {}
     for label, commit in sorted(heads.items(), key=lambda kv: (kv[0] != "main", kv[0])):
         at.setdefault(commit, []).append(label)

@@ -7,7 +7,6 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from zarrlake.catalog import CommitRow
 from zarrlake.core import RepoCore, publish_commit
 from zarrlake.errors import (
     CommitTimeoutError,
@@ -24,6 +23,7 @@ from zarrlake.model.diff import Diff, diff_roots
 from zarrlake.model.merge import MergePlan, plan_merge
 from zarrlake.model.overlay import Overlay
 from zarrlake.model.preview import MergeOutcome, MergePreview
+from zarrlake.model.records import CommitRecord
 from zarrlake.types import validate_metadata, validate_name, validate_text
 
 __all__ = ["merge", "preview_merge", "revert"]
@@ -45,7 +45,7 @@ def _apply(
     core: RepoCore,
     *,
     branch: str,
-    head: CommitRow,
+    head: CommitRecord,
     head_root: Root,
     plan_blobs: dict[bytes, tuple[str, bytes]],
     staged: StagedState,
@@ -83,9 +83,9 @@ def _apply(
 class _MergeState:
     """A merge computed against the target's current head, stopped before publishing."""
 
-    head: CommitRow
+    head: CommitRecord
     head_root: Root
-    source: CommitRow
+    source: CommitRecord
     base: str | None
     outcome: MergeOutcome
     conflicts: list[Conflict]
@@ -96,7 +96,7 @@ def _merge_state(
     core: RepoCore, src: str, into: str, solver: Solver, fast_forward: bool
 ) -> _MergeState:
     head_row, head_root = commit_root(core, branch_head(core, into).id)
-    src_row = core.catalog.get_commit(core.repo_id, src)
+    src_row = core.catalog.commits.get(src)
     base = merge_base(core, head_row.id, src)
     if base is None:
         history = Conflict(ConflictKind.HISTORY, "", None, src, "no common ancestor")
@@ -193,7 +193,7 @@ def merge(
             return head  # already merged: nothing to do
         if st.outcome == "fast-forward":
             note = message or f"fast-forward {into} to {source}"
-            if core.catalog.move_branch(core.repo_id, into, head, src, author, "merge", note):
+            if core.catalog.refs.move(into, head, src, author, "merge", note):
                 return src
         else:
             assert st.plan is not None

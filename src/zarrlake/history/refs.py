@@ -15,7 +15,7 @@ _COMMIT_PREFIX_MIN = 4
 def _lookup_base(core: RepoCore, name: str) -> str:
     """A branch, tag, commit id or unique commit id prefix."""
     hexlike = _COMMIT_PREFIX_MIN <= len(name) <= 40 and all(c in "0123456789abcdef" for c in name)
-    found = core.catalog.lookup(core.repo_id, name, prefix=hexlike)
+    found = core.catalog.commits.lookup(name, prefix=hexlike)
     ref = [c for what, c in found if what == "ref"]
     if ref:
         return ref[0]  # refs first, as git does
@@ -27,17 +27,17 @@ def _lookup_base(core: RepoCore, name: str) -> str:
             raise InvalidRefError(f"commit prefix {name!r} is ambiguous; give more characters")
     raise NotFoundError(
         f"no branch, tag or commit {name!r} in repo {core.name!r}; "
-        f"branches: {sorted(core.catalog.list_refs(core.repo_id, 'branch'))}, "
-        f"tags: {sorted(core.catalog.list_refs(core.repo_id, 'tag'))}"
+        f"branches: {sorted(core.catalog.refs.all('branch'))}, "
+        f"tags: {sorted(core.catalog.refs.all('tag'))}"
     )
 
 
 def _from_reflog(core: RepoCore, expr: RefExpr, text: str) -> str:
     cat = core.catalog
     if expr.position is not None:
-        row = cat.reflog_position(core.repo_id, expr.base, expr.position)
+        row = cat.refs.log_position(expr.base, expr.position)
         if row is None:
-            total = len(cat.reflog(core.repo_id, expr.base))
+            total = len(cat.refs.log(expr.base))
             if total == 0:
                 raise NotFoundError(f"{text!r}: {expr.base!r} has no ref log (is it a ref?)")
             raise NotFoundError(
@@ -48,7 +48,7 @@ def _from_reflog(core: RepoCore, expr: RefExpr, text: str) -> str:
             raise NotFoundError(f"{text!r}: {expr.base!r} was deleted at that position")
         return row.new_commit
     assert expr.at is not None
-    found = cat.ref_at(core.repo_id, expr.base, expr.at.timestamp())  # slack: see ref_at
+    found = cat.refs.at(expr.base, expr.at.timestamp())  # slack: see ref_at
     if found is None:
         raise NotFoundError(
             f"{text!r}: {expr.base!r} did not exist (or was deleted) at {expr.at.isoformat()}"
@@ -59,7 +59,7 @@ def _from_reflog(core: RepoCore, expr: RefExpr, text: str) -> str:
 def _parent(core: RepoCore, commit: str, n: int, text: str) -> str:
     if n == 0:
         return commit
-    row = core.catalog.get_commit(core.repo_id, commit)
+    row = core.catalog.commits.get(commit)
     parents = [p for p in (row.parent_id, row.merge_parent_id) if p]
     if n > len(parents):
         raise NotFoundError(f"{text!r}: commit {commit[:10]} has {len(parents)} parent(s)")
@@ -81,7 +81,7 @@ def resolve_ref(core: RepoCore, text: object) -> str:
         if step.kind == "^":
             commit = _parent(core, commit, step.n, text)
             continue
-        found = core.catalog.nth_ancestor(core.repo_id, commit, step.n)
+        found = core.catalog.commits.nth_ancestor(commit, step.n)
         if found is None:
             raise NotFoundError(
                 f"{text!r}: the first-parent history of {commit[:10]} is less than {step.n} "

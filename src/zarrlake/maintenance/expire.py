@@ -29,11 +29,11 @@ def expire(
 ) -> ExpireReport:
     """Drop commits created before ``older_than`` that no ref or open session needs."""
     cutoff = _cutoff(core, older_than)
-    rows = {r.id: r for r in core.catalog.all_commits(core.repo_id)}
+    rows = {r.id: r for r in core.catalog.commits.all()}
     keep = {c for c, r in rows.items() if r.created_at >= cutoff}
     branches, tags = (
-        core.catalog.list_refs(core.repo_id, "branch"),
-        core.catalog.list_refs(core.repo_id, "tag"),
+        core.catalog.refs.all("branch"),
+        core.catalog.refs.all("tag"),
     )
     keep |= set(branches.values()) | set(tags.values())
     if keep_tags:
@@ -45,7 +45,7 @@ def expire(
                 continue
             keep.add(c)
             todo += [p for p in (r.parent_id, r.merge_parent_id) if p and p not in keep]
-    for s in core.catalog.list_sessions(core.repo_id):
+    for s in core.catalog.sessions.infos():
         # An open session needs its base and the first-parent path from the branch head to
         # it: its commit checks the commits in between for conflicts.
         keep.add(s.base_commit)
@@ -54,7 +54,7 @@ def expire(
             keep.add(cursor)
             cursor = rows[cursor].parent_id
     drop = sorted(set(rows) - keep)
-    expired = drop if dry_run else core.catalog.delete_commits(core.repo_id, drop)
+    expired = drop if dry_run else core.catalog.gc.delete_commits(drop)
     return ExpireReport(from_epoch(cutoff), tuple(sorted(expired)), dry_run)
 
 

@@ -119,7 +119,7 @@ def export(
     from zarr.core.sync import sync
 
     reader = core.reader
-    root = reader.root(core.catalog.get_commit(core.repo_id, commit).root_hash)
+    root = reader.root(core.catalog.commits.get(commit).root_hash)
     store, label = _target_store(target, storage_options)
     _refuse_own_files(core, store)
     metas: list[tuple[str, bytes]] = []

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from zarrlake.catalog import CommitRow
 from zarrlake.core import RepoCore
 from zarrlake.errors import CatalogError, ChunkCorruptionError, ObjectMissingError
 from zarrlake.maintenance.progress import progress_bar
 from zarrlake.maintenance.reach import reachable_from
 from zarrlake.maintenance.reports import FsckIssue, FsckReport
 from zarrlake.model.manifest import content_hash, join_coords
+from zarrlake.model.records import CommitRecord
 from zarrlake.objects import ObjectStore
 from zarrlake.objects.packs import parse_pack
 from zarrlake.types import ChunkCoords
@@ -38,7 +38,7 @@ def _verify(objects: ObjectStore, h: bytes, pack: bool) -> str | None:
 
 
 def _locate(
-    core: RepoCore, commits: Sequence[CommitRow], wanted: set[bytes]
+    core: RepoCore, commits: Sequence[CommitRecord], wanted: set[bytes]
 ) -> dict[bytes, tuple[str, str, ChunkCoords | None]]:
     """Where (commit, node path, chunk) each wanted object is referenced, newest first."""
     found: dict[bytes, tuple[str, str, ChunkCoords | None]] = {}
@@ -82,12 +82,12 @@ def fsck(core: RepoCore, *, verify: bool, progress: bool | None) -> FsckReport:
     """Check that every object and catalog node that a commit or open session references
     exists (and, with ``verify``, that every object's bytes match its hash)."""
     cat, objects = core.catalog, core.objects
-    staged_objects, staged_packed, staged_metas = cat.live_staged(core.repo_id)
-    commits = cat.all_commits(core.repo_id)
+    staged_objects, staged_packed, staged_metas = cat.gc.live_staged()
+    commits = cat.commits.all()
     reach = reachable_from(core, commits, progress)
     staged_packs: set[bytes] = set()
     reach.add_packed(staged_packed, staged_packs)
-    nodes = cat.blob_index(core.repo_id)
+    nodes = cat.gc.blob_index()
     wanted_nodes = reach.nodes | staged_metas
     issues = [
         FsckIssue("missing_node", h.hex())

@@ -42,7 +42,7 @@ def gc(core: RepoCore, grace: timedelta, *, dry_run: bool, progress: bool | None
     if not isinstance(grace, timedelta) or grace < timedelta(0):
         raise InvalidInputError("grace must be a timedelta >= 0")
     g = grace.total_seconds()
-    cat, objects, rid = core.catalog, core.objects, core.repo_id
+    cat, objects = core.catalog, core.objects
 
     # Phase 1, mark: record what is unreachable now, with the catalog's clock. Mostly dead
     # packs are repacked first, so that the packs they leave are found unreachable here.
@@ -58,20 +58,18 @@ def gc(core: RepoCore, grace: timedelta, *, dry_run: bool, progress: bool | None
     if to_repack and not dry_run:
         repacked = repack(core, live, to_repack, progress)
         live = live_set(core, progress)
-    nodes = cat.blob_index(rid)
+    nodes = cat.gc.blob_index()
     dead_objects = {h: n for h, n in listing.items() if h not in live.objects}
     dead_nodes = {h: n for h, (_, n) in nodes.items() if h not in live.nodes}
-    marks = {h: (state, at) for h, state, _, at in cat.gc_marks(rid, "object")}
-    node_marks = {h: at for h, _, _, at in cat.gc_marks(rid, "blob")}
+    marks = {h: (state, at) for h, state, _, at in cat.gc.marks("object")}
+    node_marks = {h: at for h, _, _, at in cat.gc.marks("blob")}
     if dry_run:
         return _dry_run(core, g, dead_objects, dead_nodes, marks, node_marks, len(to_repack))
-    cat.gc_mark(
-        rid,
+    cat.gc.mark(
         [("object", h, n) for h, n in dead_objects.items() if h not in marks]
         + [("blob", h, n) for h, n in dead_nodes.items() if h not in node_marks],
     )
-    cat.gc_unmark(
-        rid,
+    cat.gc.unmark(
         "object",
         [
             h
@@ -79,15 +77,15 @@ def gc(core: RepoCore, grace: timedelta, *, dry_run: bool, progress: bool | None
             if s == "marked" and (h in live.objects or h not in listing)
         ],
     )
-    cat.gc_unmark(rid, "blob", [h for h in node_marks if h in live.nodes or h not in nodes])
+    cat.gc.unmark("blob", [h for h in node_marks if h in live.nodes or h not in nodes])
     crash_point("gc.marked")
 
     # Phase 2, sweep objects: claim ripe marks (fenced against commits), then check liveness
     # again, release what is in use, delete the rest and leave tombstones.
-    ripe = [h for h, _ in cat.gc_eligible(rid, "object", g) if not _recently_touched(objects, h, g)]
-    ripe_nodes = [h for h, _ in cat.gc_eligible(rid, "blob", g)]
+    ripe = [h for h, _ in cat.gc.eligible("object", g) if not _recently_touched(objects, h, g)]
+    ripe_nodes = [h for h, _ in cat.gc.eligible("blob", g)]
     run_id = "gc-" + secrets.token_hex(8)
-    claimed, taken = cat.gc_claim(rid, run_id, ripe, g)
+    claimed, taken = cat.gc.claim(run_id, ripe, g)
     crash_point("gc.claimed")
     freed_objects = freed_object_bytes = 0
     deleted_nodes: list[bytes] = []
@@ -98,7 +96,7 @@ def gc(core: RepoCore, grace: timedelta, *, dry_run: bool, progress: bool | None
         # a commit uses it (commits after a claim are refused, so that commit predates it).
         in_use = {h for h, _ in claimed if h in now_live.objects}
         in_use |= {h for h, _ in taken if h in now_live.committed}
-        cat.gc_release(rid, run_id, sorted(in_use))
+        cat.gc.release(run_id, sorted(in_use))
         doomed = [(h, n) for h, n in claimed + taken if h not in in_use]
         with progress_bar(progress, len(doomed), "gc: deleting objects") as bar:
             for i in range(0, len(doomed), 256):
@@ -110,16 +108,14 @@ def gc(core: RepoCore, grace: timedelta, *, dry_run: bool, progress: bool | None
                         freed_objects += 1
                         freed_object_bytes += n
                     bar.update(1)
-                cat.gc_tombstone(rid, [h for h, _ in batch])
+                cat.gc.tombstone([h for h, _ in batch])
         crash_point("gc.deleted")
         # Catalog nodes: deleted only if not written again since marked (one statement).
-        cat.gc_unmark(rid, "blob", [h for h in ripe_nodes if h in now_live.nodes])
-        deleted_nodes = cat.gc_delete_blobs(
-            rid, [h for h in ripe_nodes if h not in now_live.nodes], g
-        )
-    cat.gc_purge_tombstones(rid)
+        cat.gc.unmark("blob", [h for h in ripe_nodes if h in now_live.nodes])
+        deleted_nodes = cat.gc.delete_nodes([h for h in ripe_nodes if h not in now_live.nodes], g)
+    cat.gc.purge_tombstones()
     # Moves out of packs that no ref names any more will never be followed again.
-    cat.forget_moves(rid, sorted({p for p, _ in live.moves} - live.named_packs))
+    cat.gc.forget_moves(sorted({p for p, _ in live.moves} - live.named_packs))
     # A writer writes a temporary file and renames it in milliseconds: one that is an hour old
     # (or older than the grace) was left by a killed process.
     objects.remove_stale_temporaries(time.time() - max(g, _TEMP_FILE_AGE))

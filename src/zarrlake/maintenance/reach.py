@@ -8,12 +8,12 @@ from typing import cast
 
 import numpy as np
 
-from zarrlake.catalog import CommitRow
 from zarrlake.core import RepoCore
 from zarrlake.errors import CatalogError
 from zarrlake.maintenance.progress import progress_bar
 from zarrlake.model import NODE_KIND, IndexNode, ManifestIndex, Root, Shard
 from zarrlake.model.manifest import OBJECT
+from zarrlake.model.records import CommitRecord
 
 __all__ = ["Reach", "hash_rows", "live_set", "reachable_from"]
 
@@ -61,7 +61,7 @@ class Reach:
 
 def _load(core: RepoCore, hashes: Iterable[bytes], kind: str, reach: Reach) -> Iterator[bytes]:
     want = sorted(set(hashes))
-    found = core.catalog.get_blobs(core.repo_id, want) if want else {}
+    found = core.catalog.nodes.get_many(want) if want else {}
     for h in want:
         item = found.get(h)
         if item is None:
@@ -70,9 +70,9 @@ def _load(core: RepoCore, hashes: Iterable[bytes], kind: str, reach: Reach) -> I
         yield item[1]
 
 
-def reachable_from(core: RepoCore, commits: Sequence[CommitRow], show: bool | None) -> Reach:
+def reachable_from(core: RepoCore, commits: Sequence[CommitRecord], show: bool | None) -> Reach:
     """Walk roots, manifest indexes and shards of ``commits`` (each distinct node once)."""
-    reach = Reach(moves=core.catalog.moves(core.repo_id))
+    reach = Reach(moves=core.catalog.gc.moves())
     roots = {c.root_hash for c in commits}
     reach.nodes |= roots | {c.changes_hash for c in commits if c.changes_hash is not None}
     indexes: set[bytes] = set()
@@ -115,8 +115,8 @@ def live_set(core: RepoCore, show: bool | None) -> Reach:
     Staged rows are read before commits: a write staged after the first read is committed
     (so seen by the second) or still staged (and then protected by the commit-side check).
     """
-    staged_objects, staged_packed, staged_metas = core.catalog.live_staged(core.repo_id)
-    reach = reachable_from(core, core.catalog.all_commits(core.repo_id), show)
+    staged_objects, staged_packed, staged_metas = core.catalog.gc.live_staged()
+    reach = reachable_from(core, core.catalog.commits.all(), show)
     if reach.missing:
         some = ", ".join(f"{k} {h.hex()[:12]}" for h, k in list(reach.missing.items())[:5])
         raise CatalogError(

@@ -63,5 +63,5 @@ def repack(core: RepoCore, live: Reach, packs: list[bytes], progress: bool | Non
         return 0
     objects.sync()  # the new packs are durable before any row points to them
     crash_point("gc.repacked")
-    core.catalog.record_moves(core.repo_id, moves)
+    core.catalog.gc.record_moves(moves)
     return emptied

@@ -9,7 +9,7 @@ meanwhile and nothing conflicts. A :class:`ReadonlySession` reads one commit, fo
 from zarrlake.session.base import Session
 from zarrlake.session.opener import SessionOpener
 from zarrlake.session.readonly import ReadonlySession
-from zarrlake.session.registry import join_session, start_session
+from zarrlake.session.registry import join_session, list_sessions, start_session
 from zarrlake.session.writable import DEFAULT_EXPIRY, MAX_EXPIRY, WritableSession
 
 __all__ = [
@@ -20,5 +20,6 @@ __all__ = [
     "SessionOpener",
     "WritableSession",
     "join_session",
+    "list_sessions",
     "start_session",
 ]

@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from zarrlake._optional import load
-from zarrlake.catalog import CommitRow
 from zarrlake.core import RepoCore
 from zarrlake.errors import ChunkCorruptionError, ReadOnlyError
 from zarrlake.model import (
@@ -25,7 +24,8 @@ from zarrlake.model.diff import Diff, diff_roots
 from zarrlake.model.manifest import split_coords
 from zarrlake.model.metadata import format_chunk_key, parse_chunk_key
 from zarrlake.model.overlay import Overlay
-from zarrlake.session.keys import Target, coords_key, key_coords, meta_path
+from zarrlake.model.records import CommitRecord
+from zarrlake.session.keys import Target, meta_path
 from zarrlake.store import LakeStore
 from zarrlake.types import ChunkCoords, RepoConfig, validate_key
 
@@ -47,7 +47,7 @@ class Session(ABC):
     id: str | None
     branch: str | None
 
-    def __init__(self, core: RepoCore, commit: str, base: CommitRow | None = None) -> None:
+    def __init__(self, core: RepoCore, commit: str, base: CommitRecord | None = None) -> None:
         self._core = core
         self.base_commit = commit
         self._load_base(commit, base)
@@ -91,10 +91,10 @@ class Session(ABC):
 
     # -- the base commit -----------------------------------------------------------------------
 
-    def _load_base(self, commit: str, row: CommitRow | None = None) -> None:
+    def _load_base(self, commit: str, row: CommitRecord | None = None) -> None:
         reader = self._core.reader
         if row is None or row.id != commit:
-            row, data = self._core.catalog.get_commit_and_blob(self._core.repo_id, commit)
+            row, data = self._core.catalog.commits.get_with_root(commit)
             if data is not None and not reader.has_root(row.root_hash):
                 reader.prime_root_bytes(row.root_hash, data)
         self._base_root: Root = reader.root(row.root_hash)
@@ -152,13 +152,13 @@ class Session(ABC):
         validate_key(key)
         mp = meta_path(key)
         if mp is not None:
-            return Target("meta", mp, "")
+            return Target("meta", mp)
         found = self._find_array(key)
         if found is None and self._retry_unknown_key(key):
             found = self._find_array(key)
         if found is None:
-            return Target("raw", "", key, key)
-        return Target("chunk", found[0], coords_key(found[1]), key)
+            return Target("raw", "", key=key, store_key=key)
+        return Target("chunk", found[0], found[1], store_key=key)
 
     def _base_ref(self, t: Target) -> ChunkRef | None:
         if t.kind == "raw":
@@ -168,10 +168,9 @@ class Session(ABC):
             return None
         reader = self._core.reader
         index = reader.index(node.manifest)
-        coords = key_coords(t.key)
-        if len(coords) != len(index.shard_shape):
+        if len(t.coords) != len(index.shard_shape):
             return None
-        pos, flat = split_coords(coords, index.shard_shape)
+        pos, flat = split_coords(t.coords, index.shard_shape)
         sh = index.shard_at(pos, reader)
         return None if sh is None else reader.shard(sh).get(flat)
 
@@ -189,7 +188,7 @@ class Session(ABC):
 
     def _in_grid(self, t: Target) -> bool:
         nm = self._node_meta(t.path)
-        return nm is None or nm.in_grid(key_coords(t.key))
+        return nm is None or nm.in_grid(t.coords)
 
     def read_ref(self, ref: ChunkRef, start: int | None = None, end: int | None = None) -> bytes:
         """The bytes of a chunk ref (``[start, end)`` of them if given)."""

@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from zarrlake.catalog import CommitRow, StagedRow
 from zarrlake.core import BuiltCommit, RepoCore, publish_commit
 from zarrlake.errors import (
     CommitTimeoutError,
@@ -26,6 +25,7 @@ from zarrlake.errors import (
 )
 from zarrlake.model import (
     ChangeSet,
+    ChunkRef,
     ReadSet,
     Root,
     Solver,
@@ -34,7 +34,7 @@ from zarrlake.model import (
     detect_conflicts,
     rebase_staged,
 )
-from zarrlake.session.keys import coords_key, key_coords
+from zarrlake.model.records import CommitRecord, StagedEntry
 
 __all__ = ["Staged", "check_idempotency_key", "commit_staged", "rebase_onto"]
 
@@ -70,23 +70,18 @@ def check_idempotency_key(key: object) -> str | None:
 
 def load_read_set(core: RepoCore, session_id: str) -> tuple[ReadSet, frozenset[str]]:
     """What a serializable session recorded as read (durable reads only)."""
-    items = core.catalog.load_reads(session_id)
-    raw = frozenset(k[4:] for _, k in items if k.startswith("raw:"))
-    nodes = frozenset(
-        (p, key_coords(k) if k else None) for p, k in items if not k.startswith("raw:")
-    )
-    return nodes, raw
+    return core.catalog.sessions.load_reads(session_id)
 
 
-def _head_row(core: RepoCore, s: Staged) -> CommitRow:
-    row = core.catalog.branch_head(core.repo_id, s.branch)
+def _head_row(core: RepoCore, s: Staged) -> CommitRecord:
+    row = core.catalog.refs.head(s.branch)
     if row is None:
         raise SessionClosedError(f"branch {s.branch!r} of session {s.session_id} no longer exists")
     return row
 
 
 def _their_changes(core: RepoCore, base: str, head: str) -> list[tuple[str, ChangeSet]] | None:
-    between = core.catalog.commits_between(core.repo_id, base, head)
+    between = core.catalog.commits.between(base, head)
     if between is None:
         return None
     reader = core.reader
@@ -130,9 +125,9 @@ def _advice(conflicts: list[Conflict]) -> str:
 def recorded_commit(core: RepoCore, s: Staged, key: str) -> str | None:
     """If a commit with idempotency ``key`` is on the branch, close the session as committed
     by it (in the catalog) and return its id."""
-    found = core.catalog.recorded_key(core.repo_id, s.branch, key)
+    found = core.catalog.commits.recorded_key(s.branch, key)
     if found is not None:
-        core.catalog.update_session(s.session_id, status="committed", commit_id=found)
+        core.catalog.sessions.close_as(s.session_id, found)
     return found
 
 
@@ -226,40 +221,22 @@ def rebase_onto(core: RepoCore, s: Staged, solver: Solver) -> str:
         s.state, s.base_root, head_root, conflicts, solver, core.reader
     )
     if extra:
-        core.catalog.put_blobs(core.repo_id, extra)
-    core.catalog.replace_staged(s.session_id, list(state_rows(new_state)), head)
+        core.catalog.nodes.put(extra)
+    core.catalog.sessions.replace_staged(s.session_id, list(state_entries(new_state)), head)
     return head
 
 
-def state_rows(state: StagedState) -> Iterable[StagedRow]:
-    """The catalog rows that stage ``state``."""
+def state_entries(state: StagedState) -> Iterable[StagedEntry]:
+    """The staged entries that stage ``state``."""
     for path, sn in state.nodes.items():
         if sn.dropped:
-            yield StagedRow(path, "drop", "", None, 0, None)
+            yield StagedEntry(path, "drop")
         if sn.meta is not None:
-            yield StagedRow(path, "meta", "", sn.meta, 0, None)
+            yield StagedEntry(path, "meta", ref=ChunkRef(sn.meta, 0))
         for coords, ref in sn.chunks.items():
-            if ref is None:
-                yield StagedRow(path, "chunk", coords_key(coords), None, 0, None)
-            else:
-                yield StagedRow(
-                    path,
-                    "chunk",
-                    coords_key(coords),
-                    ref.hash,
-                    ref.length,
-                    ref.inline,
-                    ref.pack,
-                    ref.offset,
-                    ref.crc,
-                )
+            yield StagedEntry(path, "chunk", coords, ref=ref)
     for key, ref in state.raw.items():
-        if ref is None:
-            yield StagedRow("", "raw", key, None, 0, None)
-        else:
-            yield StagedRow(
-                "", "raw", key, ref.hash, ref.length, ref.inline, ref.pack, ref.offset, ref.crc
-            )
+        yield StagedEntry("", "raw", key=key, ref=ref)
 
 
 def has_objects(state: StagedState) -> bool:

@@ -3,30 +3,27 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
-from zarrlake.catalog import StagedRow
-from zarrlake.model import ChunkRef
 from zarrlake.types import ChunkCoords
 
-__all__ = [
-    "Target",
-    "coords_key",
-    "could_be_chunk_key",
-    "key_coords",
-    "meta_path",
-    "row_ref",
-    "under",
-]
+__all__ = ["Target", "could_be_chunk_key", "meta_path", "under"]
 
 
 @dataclass(frozen=True, slots=True)
 class Target:
     """What a store key means in a session's view."""
 
-    kind: str  # "meta" | "chunk" | "raw"
+    kind: Literal["meta", "chunk", "raw"]
     path: str  # node path ("" for raw keys)
-    key: str  # "" for meta, "i,j" for chunks, the store key for raw
+    coords: ChunkCoords = ()  # a chunk's coordinates
+    key: str = ""  # a raw key
     store_key: str = ""  # the key as zarr spelled it
+
+    @property
+    def slot(self) -> tuple[str, str, ChunkCoords, str]:
+        """The staged entry this key is (see :attr:`StagedEntry.slot`)."""
+        return (self.path, self.kind, self.coords, self.key)
 
 
 def meta_path(key: str) -> str | None:
@@ -50,17 +47,3 @@ def could_be_chunk_key(key: str) -> bool:
     if last == "c" or last.startswith("c."):
         return True
     return all(p.isdigit() for p in last.split("."))
-
-
-def coords_key(coords: ChunkCoords) -> str:
-    return ",".join(map(str, coords))
-
-
-def key_coords(key: str) -> ChunkCoords:
-    return tuple(int(x) for x in key.split(",")) if key else ()
-
-
-def row_ref(row: StagedRow) -> ChunkRef | None:
-    if row.hash is None:
-        return None
-    return ChunkRef(row.hash, row.length, row.inline, row.pack, row.offset, row.crc)

@@ -1,15 +1,32 @@
-"""The typed operations a writable session stages: what travels from a store write to the
-catalog, with nothing untyped on the way."""
+"""The typed operations a writable session stages (what travels from a store write to the
+catalog, with nothing untyped on the way), and how a write becomes one."""
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from zarrlake.catalog import StagedRow
+from zarrlake.catalog.interface import Read
+from zarrlake.errors import InvalidInputError, InvalidKeyError
+from zarrlake.model import ChunkRef, NodeMeta, checksum, content_hash, parse_node_meta
+from zarrlake.model.manifest import INLINE_LIMIT
+from zarrlake.model.records import StagedEntry
 from zarrlake.objects import PACK_CHUNK_LIMIT
+from zarrlake.session.keys import Target
 
-__all__ = ["DropNode", "Op", "PutRow", "RecordRead", "packable", "placed"]
+__all__ = [
+    "DropNode",
+    "Op",
+    "PutRow",
+    "RecordRead",
+    "entry",
+    "node_states",
+    "packable",
+    "placed",
+    "plan_write",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,7 +34,7 @@ class PutRow:
     """Stage one row: a chunk, raw key or metadata write, or a chunk tombstone (no hash).
     ``doc`` is the metadata document a ``meta`` row references (stored with the row)."""
 
-    row: StagedRow
+    row: StagedEntry
     doc: bytes | None = None
 
 
@@ -30,11 +47,10 @@ class DropNode:
 
 @dataclass(frozen=True, slots=True)
 class RecordRead:
-    """A serializable session read this (``key`` ``""`` is the node's metadata, ``"i,j"`` a
-    chunk, ``"raw:<key>"`` a non-Zarr key)."""
+    """A serializable session read this: (node path, chunk coordinates, or ``None`` for the
+    node's metadata), or a non-Zarr key."""
 
-    path: str
-    key: str
+    read: Read
 
 
 Op = PutRow | DropNode | RecordRead
@@ -48,4 +64,59 @@ def packable(op: Op, size: int) -> bool:
 def placed(op: Op, pack: bytes, offset: int) -> PutRow:
     """A chunk write, its row naming where it is in a pack."""
     assert isinstance(op, PutRow)
-    return PutRow(dataclasses.replace(op.row, pack=pack, offset=offset), op.doc)
+    assert op.row.ref is not None
+    ref = dataclasses.replace(op.row.ref, pack=pack, offset=offset)
+    return PutRow(dataclasses.replace(op.row, ref=ref), op.doc)
+
+
+def entry(t: Target, ref: ChunkRef | None) -> StagedEntry:
+    """The staged entry of a chunk or raw key (``ref`` ``None``: deleted)."""
+    return StagedEntry(t.path, t.kind, t.coords, t.key, ref)
+
+
+def _check_chunk(t: Target, size: int, nm: NodeMeta | None) -> None:
+    if nm is None:
+        return
+    if not nm.in_grid(t.coords):
+        raise InvalidKeyError(
+            f"chunk key {t.store_key!r} is outside the chunk grid {nm.grid_shape} of array "
+            f"{t.path or '/'!r}"
+        )
+    if nm.chunk_nbytes is not None and size != nm.chunk_nbytes:
+        raise InvalidInputError(
+            f"chunk {t.store_key!r} is {size} bytes; array {t.path or '/'!r} stores "
+            f"uncompressed chunks of exactly {nm.chunk_nbytes} bytes"
+        )
+
+
+def plan_write(
+    t: Target, data: bytes | memoryview, nm: NodeMeta | None, *, strict: bool
+) -> tuple[Op, bytes | None]:
+    """Check and hash a write of ``data`` to ``t`` (``nm``: the metadata of a chunk's array):
+    what to stage, and the hash of the object to store first (``None`` when the bytes live
+    in the catalog). The caller packs a small chunk; its row then names its place there."""
+    if t.kind == "meta":
+        doc = bytes(data)
+        parse_node_meta(doc, strict=strict)
+        return PutRow(
+            StagedEntry(t.path, "meta", ref=ChunkRef(content_hash(doc), len(doc))), doc
+        ), None
+    if t.kind == "chunk":
+        _check_chunk(t, len(data), nm)
+    h = hashlib.sha256(data).digest()
+    if len(data) <= INLINE_LIMIT:
+        return PutRow(entry(t, ChunkRef(h, len(data), bytes(data)))), None
+    return PutRow(entry(t, ChunkRef(h, len(data), crc=checksum(data)))), h
+
+
+def node_states(entries: Iterable[StagedEntry]) -> dict[str, tuple[bytes | None, bool]]:
+    """Per node path, (staged metadata hash, dropped) from a session's meta and drop entries."""
+    out: dict[str, tuple[bytes | None, bool]] = {}
+    for e in entries:
+        meta, dropped = out.get(e.path, (None, False))
+        if e.kind == "drop":
+            dropped = True
+        elif e.ref is not None:
+            meta = e.ref.hash
+        out[e.path] = (meta, dropped)
+    return out

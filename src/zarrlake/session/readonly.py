@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from zarrlake.catalog import CommitRow
 from zarrlake.core import RepoCore
 from zarrlake.errors import ReadOnlyError
+from zarrlake.model.records import CommitRecord
 from zarrlake.session.base import Session
 from zarrlake.session.opener import SessionOpener
 
@@ -37,7 +37,7 @@ class ReadonlySession(Session):
         commit: str,
         *,
         branch: str | None = None,
-        base: CommitRow | None = None,
+        base: CommitRecord | None = None,
     ) -> None:
         self.branch = branch
         super().__init__(core, commit, base)

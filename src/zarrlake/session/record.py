@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import time
 
-from zarrlake.catalog import SessionRow
 from zarrlake.model.lifecycle import SessionStatus, session_status
+from zarrlake.model.records import SessionRecord
 
-__all__ = ["SessionRecord"]
+__all__ = ["SessionMirror"]
 
 
-class SessionRecord:
+class SessionMirror:
     """The session's row and the catalog's clock offset (catalog minus this machine)."""
 
-    def __init__(self, row: SessionRow, *, created_now: bool) -> None:
+    def __init__(self, row: SessionRecord, *, created_now: bool) -> None:
         self.row = row
         # a session created by this call was created at the catalog's "now"
         self.skew = row.created_at - time.time() if created_now else 0.0
@@ -23,7 +23,7 @@ class SessionRecord:
         """The catalog's time, estimated from this machine's clock."""
         return time.time() + self.skew
 
-    def saw(self, row: SessionRow, catalog_now: float | None = None) -> None:
+    def saw(self, row: SessionRecord, catalog_now: float | None = None) -> None:
         """A fresh read of the row (and, with it, of the catalog's clock)."""
         self.row = row
         if catalog_now is not None:

@@ -8,8 +8,9 @@ import time
 from concurrent.futures import Future
 from typing import Protocol
 
-from zarrlake.catalog import Catalog, StagedRow
+from zarrlake.catalog.interface import Read, SessionStore
 from zarrlake.faults import crash_point
+from zarrlake.model.records import StagedEntry
 from zarrlake.session.ops import DropNode, Op, PutRow, RecordRead
 
 __all__ = ["Stager"]
@@ -52,13 +53,13 @@ class Stager:
 
     def __init__(
         self,
-        catalog: Catalog,
+        sessions: SessionStore,
         session_id: str,
         objects: Durability,
         *,
         write_behind: bool = False,
     ) -> None:
-        self.catalog = catalog
+        self.sessions = sessions
         self.session_id = session_id
         self.objects = objects
         self.write_behind = write_behind
@@ -151,28 +152,28 @@ class Stager:
         return pack
 
     def _write(self, ops: list[Op], seal: bool) -> None:
-        rows: list[StagedRow] = []
+        rows: list[StagedEntry] = []
         drops: list[str] = []
         blobs: dict[bytes, tuple[str, bytes]] = {}
-        reads: list[tuple[str, str]] = []
+        reads: list[Read] = []
         objects = False
         for op in ops:
             if isinstance(op, DropNode):
                 drops.append(op.path)
             elif isinstance(op, RecordRead):
-                reads.append((op.path, op.key))
+                reads.append(op.read)
             else:
                 rows.append(op.row)
-                row = op.row
+                ref = op.row.ref
                 objects = objects or (
-                    row.hash is not None and row.inline is None and row.kind != "meta"
+                    ref is not None and ref.inline is None and op.row.kind != "meta"
                 )
-                if op.doc is not None and op.row.hash is not None:
-                    blobs[op.row.hash] = ("meta", op.doc)
+                if op.doc is not None and ref is not None:
+                    blobs[ref.hash] = ("meta", op.doc)
         if objects:
             self.objects.sync(seal=seal)
         crash_point("stage.before")
-        self.catalog.stage(self.session_id, rows, drops, blobs=blobs, reads=reads)
+        self.sessions.stage(self.session_id, rows, drops, blobs=blobs, reads_=reads)
 
     def _run(self) -> None:
         idle = 0
@@ -206,4 +207,4 @@ class Stager:
 
 
 def _in_pack(op: Op, pack: bytes) -> bool:
-    return isinstance(op, PutRow) and op.row.pack == pack
+    return isinstance(op, PutRow) and op.row.ref is not None and op.row.ref.pack == pack

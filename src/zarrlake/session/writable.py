@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from zarrlake.catalog import CommitRow, SessionRow, StagedRow
+from zarrlake.catalog.interface import Read
 from zarrlake.core import RepoCore
 from zarrlake.errors import (
     EmptyCommitError,
     InvalidInputError,
-    InvalidKeyError,
     SessionClosedError,
     SessionExpiredError,
 )
@@ -26,12 +24,9 @@ from zarrlake.model import (
     Root,
     StagedState,
     check_solver,
-    checksum,
-    content_hash,
-    parse_node_meta,
 )
 from zarrlake.model.lifecycle import SessionStatus
-from zarrlake.model.manifest import INLINE_LIMIT
+from zarrlake.model.records import CommitRecord, SessionRecord, StagedEntry
 from zarrlake.session.base import Session
 from zarrlake.session.committer import (
     Staged,
@@ -42,12 +37,22 @@ from zarrlake.session.committer import (
     rebase_onto,
     recorded_commit,
 )
-from zarrlake.session.keys import Target, could_be_chunk_key, key_coords, row_ref, under
+from zarrlake.session.keys import Target, could_be_chunk_key, under
 from zarrlake.session.opener import SessionOpener
-from zarrlake.session.ops import DropNode, Op, PutRow, RecordRead, packable, placed
-from zarrlake.session.record import SessionRecord
+from zarrlake.session.ops import (
+    DropNode,
+    Op,
+    PutRow,
+    RecordRead,
+    entry,
+    node_states,
+    packable,
+    placed,
+    plan_write,
+)
+from zarrlake.session.record import SessionMirror
 from zarrlake.session.stager import Stager
-from zarrlake.types import SessionInfo, from_epoch, validate_metadata, validate_text
+from zarrlake.types import ChunkCoords, SessionInfo, from_epoch, validate_metadata, validate_text
 
 if TYPE_CHECKING:
     from zarrlake.model import Solver
@@ -74,20 +79,21 @@ class WritableSession(Session):
     def __init__(
         self,
         core: RepoCore,
-        row: SessionRow,
+        row: SessionRecord,
         *,
-        base: CommitRow | None = None,
+        base: CommitRecord | None = None,
         created_here: bool,
     ) -> None:
         self.id: str = row.id
         self.branch: str = row.branch
         self.isolation: str = row.isolation
-        self._record = SessionRecord(row, created_now=created_here)
+        self._record = SessionMirror(row, created_now=created_here)
+        self._on_close: list[Callable[[WritableSession], None]] = []
         self._committed: str | None = None
         self._closed: str | None = None  # "committed" | "abandoned" once this process closed it
         self.durable = not created_here
         self._lock = threading.RLock()
-        self._local: dict[tuple[str, str, str], StagedRow] = {}
+        self._local: dict[tuple[str, str, ChunkCoords, str], StagedEntry] = {}
         # node-level staged state: this process's own (authoritative for it, includes writes not
         # yet durable) and the cooperating processes' (as last loaded from the catalog)
         self._metas_local: dict[str, tuple[bytes | None, bool]] = {}
@@ -96,9 +102,11 @@ class WritableSession(Session):
         # against (a refresh must not replace a write that landed after its query)
         self._epoch = 0
         self._done_at: dict[str, int] = {}
-        self._reads: set[tuple[str, str]] = set()
+        self._reads: set[Read] = set()
         # write-behind only where the session was created: a joined one's writers wait for rows
-        self._stager = Stager(core.catalog, row.id, core.objects, write_behind=created_here)
+        self._stager = Stager(
+            core.catalog.sessions, row.id, core.objects, write_behind=created_here
+        )
         super().__init__(core, row.base_commit, base)
         if not created_here:  # a session this process just created has nothing staged yet
             self._refresh_metas()
@@ -114,6 +122,15 @@ class WritableSession(Session):
         """``None`` while open; ``"committed"`` or ``"abandoned"`` once this process closed it."""
         return self._closed
 
+    def on_close(self, callback: Callable[[WritableSession], None]) -> None:
+        """Call ``callback(session)`` once this process commits or abandons the session."""
+        self._on_close.append(callback)
+
+    def _closed_now(self) -> None:
+        for callback in self._on_close:
+            callback(self)
+        self._on_close.clear()
+
     @property
     def committed_as(self) -> str | None:
         """The commit this session became, once committed."""
@@ -128,7 +145,7 @@ class WritableSession(Session):
 
     def info(self) -> SessionInfo:
         """This session as the catalog records it now (status, expiry, commit)."""
-        row, now = self._core.catalog.session_and_clock(self.id)
+        row, now = self._core.catalog.sessions.get_with_clock(self.id)
         self._record.saw(row, now)
         return row.info(now)
 
@@ -162,15 +179,9 @@ class WritableSession(Session):
     def _refresh_metas(self) -> None:
         """Load the node-level staged changes of every cooperating process."""
         start = self._epoch
-        rows = self._core.catalog.load_staged(self.id, kinds=("meta", "drop"))
-        metas: dict[str, tuple[bytes | None, bool]] = {}
-        for r in rows:
-            meta, dropped = metas.get(r.path, (None, False))
-            if r.kind == "drop":
-                dropped = True
-            else:
-                meta = r.hash
-            metas[r.path] = (meta, dropped)
+        metas = node_states(
+            self._core.catalog.sessions.load_staged(self.id, kinds=("meta", "drop"))
+        )
         with self._lock:
             for path, done in self._done_at.items():
                 if done >= start:  # our write landed after the query read: ours is newer
@@ -184,8 +195,9 @@ class WritableSession(Session):
         """Reload one node's staged metadata: another process of the session may have changed
         it (read-uncommitted inside a session). This process's unflushed writes still win."""
         start = self._epoch
-        found = self._core.catalog.get_staged(self.id, path, ("meta",), "")
-        meta = found["meta"].hash if "meta" in found else None
+        found = self._core.catalog.sessions.get_staged(self.id, path, "meta")
+        ref = found["meta"].ref if "meta" in found else None
+        meta = None if ref is None else ref.hash
         state = (meta, "drop" in found)
         with self._lock:
             if self._done_at.get(path, -1) >= start:
@@ -208,26 +220,35 @@ class WritableSession(Session):
     def _staged_lookup(self, t: Target) -> tuple[bool, ChunkRef | None]:
         if not self._open():
             return False, None
-        local = self._local.get((t.path, t.kind, t.key))
+        local = self._local.get(t.slot)
         if local is not None:
-            return True, row_ref(local)
+            return True, local.ref
         # a chunk may have been staged raw, written before its array existed
         raw_key = t.store_key if t.kind == "chunk" else None
-        if raw_key is not None and (raw := self._local.get(("", "raw", raw_key))) is not None:
-            return True, row_ref(raw)
-        found = self._core.catalog.get_staged(self.id, t.path, (t.kind,), t.key, raw_key)
+        if raw_key is not None and (raw := self._local.get(("", "raw", (), raw_key))) is not None:
+            return True, raw.ref
+        found = self._core.catalog.sessions.get_staged(
+            self.id,
+            t.path,
+            t.kind,
+            t.coords,
+            t.key,
+            raw_key,
+        )
         if t.kind in found:
-            return True, row_ref(found[t.kind])
+            return True, found[t.kind].ref
         if "drop" in found or self._node_state(t.path)[1]:
             return True, None
         if "raw" in found:
-            return True, row_ref(found["raw"])
+            return True, found["raw"].ref
         return False, None
 
     def _before_read(self, t: Target) -> None:
         if self.isolation == "serializable":
-            # key "" is a node's metadata, "i,j" a chunk, "raw:<key>" a non-Zarr key
-            self._reads.add(("", "raw:" + t.key) if t.kind == "raw" else (t.path, t.key))
+            read: Read = (
+                t.key if t.kind == "raw" else (t.path, t.coords if t.kind == "chunk" else None)
+            )
+            self._reads.add(read)
         if t.kind == "meta" and self._open():
             self._refresh_node(t.path)
 
@@ -236,17 +257,17 @@ class WritableSession(Session):
         if not self._open():
             return state
         self._stager.flush()
-        for r in self._core.catalog.load_staged(self.id):
+        for r in self._core.catalog.sessions.load_staged(self.id):
             if r.kind == "raw":
-                state.raw[r.key] = row_ref(r)
+                state.raw[r.key] = r.ref
                 continue
             sn = state.node(r.path)
             if r.kind == "drop":
                 sn.dropped = True
             elif r.kind == "meta":
-                sn.meta = r.hash
+                sn.meta = None if r.ref is None else r.ref.hash
             else:
-                sn.chunks[key_coords(r.key)] = row_ref(r)
+                sn.chunks[r.coords] = r.ref
         return state
 
     @property
@@ -263,7 +284,7 @@ class WritableSession(Session):
         if self._record.may_have_expired():
             # Our copy of the row may be stale (another process extended the session), and
             # only the catalog's clock decides.
-            row, now = self._core.catalog.session_and_clock(self.id)
+            row, now = self._core.catalog.sessions.get_with_clock(self.id)
             self._record.saw(row, now)
             if row.status == "open" and now >= row.expires_at:
                 raise SessionExpiredError(
@@ -276,24 +297,11 @@ class WritableSession(Session):
             raise SessionClosedError(f"session {self.id} is {status}; open a new session")
 
     def _plan_write(self, key: str, data: bytes | memoryview) -> tuple[Op, bytes | None]:
-        """Check and hash ``data``: what to stage, and the hash of the object to store first
-        (``None`` when the bytes live in the catalog). Runs in a worker thread.
-
-        The caller packs a small chunk; its row then names its place in the pack."""
+        """Check and hash ``data`` (see :func:`plan_write`; runs in a worker thread)."""
         self.check_writable()
         t = self._target(key)
-        if t.kind == "meta":
-            doc = bytes(data)
-            parse_node_meta(doc, strict=self._core.strict_metadata)
-            row = StagedRow(t.path, "meta", "", content_hash(doc), len(doc), None)
-            return PutRow(row, doc), None
-        if t.kind == "chunk":
-            self._check_chunk(t, len(data))
-        h = hashlib.sha256(data).digest()
-        if len(data) <= INLINE_LIMIT:
-            return PutRow(StagedRow(t.path, t.kind, t.key, h, len(data), bytes(data))), None
-        row = StagedRow(t.path, t.kind, t.key, h, len(data), None, crc=checksum(data))
-        return PutRow(row), h
+        nm = self._node_meta(t.path) if t.kind == "chunk" else None
+        return plan_write(t, data, nm, strict=self._core.strict_metadata)
 
     def _prepare_write(self, key: str, data: bytes | memoryview) -> Op:
         """Hash ``data`` and store its object; return what to stage (runs in a worker thread)."""
@@ -328,35 +336,20 @@ class WritableSession(Session):
         by their name instead)."""
         assert isinstance(op, PutRow)
         row = op.row
-        t = Target(row.kind, row.path, row.key, "")
-        local = self._local.get((row.path, row.kind, row.key))
-        ref = row_ref(local) if local is not None else self._base_ref(t)
-        if ref is None or ref.hash != row.hash or ref.pack is None:
+        assert row.kind in ("chunk", "raw")
+        t = Target(row.kind, row.path, row.coords, row.key)
+        local = self._local.get(row.slot)
+        ref = local.ref if local is not None else self._base_ref(t)
+        if ref is None or row.ref is None or ref.hash != row.ref.hash or ref.pack is None:
             return None
         return placed(op, ref.pack, ref.offset)
-
-    def _check_chunk(self, t: Target, size: int) -> None:
-        nm = self._node_meta(t.path)
-        if nm is None:
-            return
-        coords = key_coords(t.key)
-        if not nm.in_grid(coords):
-            raise InvalidKeyError(
-                f"chunk key {t.store_key!r} is outside the chunk grid {nm.grid_shape} of array "
-                f"{t.path or '/'!r}"
-            )
-        if nm.chunk_nbytes is not None and size != nm.chunk_nbytes:
-            raise InvalidInputError(
-                f"chunk {t.store_key!r} is {size} bytes; array {t.path or '/'!r} stores "
-                f"uncompressed chunks of exactly {nm.chunk_nbytes} bytes"
-            )
 
     def _prepare_delete(self, key: str) -> Op:
         self.check_writable()
         t = self._target(key)
         if t.kind == "meta":
             return DropNode(t.path)
-        return PutRow(StagedRow(t.path, t.kind, t.key, None, 0, None))
+        return PutRow(entry(t, None))
 
     def _prepare_delete_dir(self, prefix: str) -> list[Op]:
         """Stage removal of everything under a directory prefix (nodes are dropped whole)."""
@@ -373,7 +366,7 @@ class WritableSession(Session):
             t = self._target(key)
             if t.kind == "meta" or (t.kind == "chunk" and t.path in dropped):
                 continue
-            ops.append(PutRow(StagedRow(t.path, t.kind, t.key, None, 0, None)))
+            ops.append(PutRow(entry(t, None)))
         return ops
 
     def _submit(self, op: Op) -> Future[None]:
@@ -388,16 +381,17 @@ class WritableSession(Session):
                     k
                     for k in self._local
                     if (k[0] == op.path and k[1] in ("meta", "chunk"))
-                    or (k[1] == "raw" and k[2].startswith(prefix))
+                    or (k[1] == "raw" and k[3].startswith(prefix))
                 ]:
                     del self._local[k]
                 self._set_local_meta(fut, op.path, (None, True))
             elif isinstance(op, PutRow):
                 row = op.row
-                self._local[(row.path, row.kind, row.key)] = row
-                if row.kind == "meta" and op.doc is not None and row.hash is not None:
-                    self._core.reader.prime(row.hash, "meta", op.doc)
-                    self._set_local_meta(fut, row.path, (row.hash, self._node_state(row.path)[1]))
+                self._local[row.slot] = row
+                if row.kind == "meta" and op.doc is not None and row.ref is not None:
+                    h = row.ref.hash
+                    self._core.reader.prime(h, "meta", op.doc)
+                    self._set_local_meta(fut, row.path, (h, self._node_state(row.path)[1]))
         return fut
 
     def _set_local_meta(
@@ -437,6 +431,13 @@ class WritableSession(Session):
     async def delete_dir(self, prefix: str) -> None:
         await self._stage(await asyncio.to_thread(self._prepare_delete_dir, prefix))
 
+    def stage_later(self, key: str, data: bytes | memoryview) -> Callable[[], None]:
+        """Store ``data``'s object now and stage its row when the returned function is called:
+        the two halves of a write, for tests of what may happen between them (garbage
+        collection racing a write that deduplicated against an existing object)."""
+        op = self._prepare_write(key, data)
+        return lambda: self._submit(op).result()
+
     def write_sync(self, key: str, data: bytes | memoryview) -> None:
         fut = self._submit(self._prepare_write(key, data))
         if self.durable:
@@ -457,13 +458,13 @@ class WritableSession(Session):
             return
         with self._lock:
             reads, self._reads = self._reads, set()
-        for path, key in sorted(reads):
-            self._stager.submit(RecordRead(path, key))
+        for read in sorted(reads, key=repr):
+            self._stager.submit(RecordRead(read))
         self._stager.flush()
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    def _require_open(self) -> SessionRow:
+    def _require_open(self) -> SessionRecord:
         if self._closed is not None:
             what = f"committed as {self._committed}" if self._committed else self._closed
             raise SessionClosedError(f"session {self.id} was already {what}; open a new session")
@@ -474,7 +475,7 @@ class WritableSession(Session):
         self._require_open()
         if not isinstance(by, timedelta) or by.total_seconds() <= 0:
             raise InvalidInputError("extend(by=...) takes a positive timedelta")
-        self._record.row = self._core.catalog.update_session(
+        self._record.row = self._core.catalog.sessions.update(
             self.id, extend_by=by.total_seconds(), max_life=MAX_EXPIRY.total_seconds()
         )
         return from_epoch(self._record.row.expires_at)
@@ -482,10 +483,11 @@ class WritableSession(Session):
     def abandon(self) -> None:
         """Discard the session's staged changes and close it."""
         self._require_open()
-        self._record.row = self._core.catalog.update_session(self.id, status="abandoned")
+        self._record.row = self._core.catalog.sessions.update(self.id, status="abandoned")
         self._closed = "abandoned"
         self._local.clear()
         self._metas, self._metas_local = {}, {}
+        self._closed_now()
 
     def commit(
         self,
@@ -592,3 +594,4 @@ class WritableSession(Session):
             self._load_base(commit)
         self._local.clear()
         self._metas, self._metas_local = {}, {}
+        self._closed_now()

@@ -1,0 +1,18 @@
+"""Version 4: packed chunks (``zl_staged.pack``, ``pack_offset``; ``zl_moved``)."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from zarrlake.catalog.schema import moved, staged, tune_storage
+
+VERSION = 4
+ADDS = "packed chunks and the chunks gc moved between packs"
+
+
+def upgrade(conn: sa.Connection) -> None:
+    for name in ("pack", "pack_offset"):
+        kind = staged.c[name].type.compile(dialect=conn.dialect)
+        conn.execute(sa.text(f"ALTER TABLE {staged.name} ADD COLUMN {name} {kind}"))
+    moved.create(conn, checkfirst=True)
+    tune_storage(conn)

@@ -1,0 +1,15 @@
+"""Version 5: read checksums of staged chunks (``zl_staged.crc``)."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from zarrlake.catalog.schema import staged
+
+VERSION = 5
+ADDS = "CRC32C read checksums of staged chunks"
+
+
+def upgrade(conn: sa.Connection) -> None:
+    kind = staged.c.crc.type.compile(dialect=conn.dialect)
+    conn.execute(sa.text(f"ALTER TABLE {staged.name} ADD COLUMN crc {kind}"))

@@ -1,0 +1,61 @@
+"""Content-addressed catalog nodes: snapshot roots, manifest indexes and shards, metadata
+documents and change sets, shared by every commit that did not change them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+
+import zarrlake.catalog.dialect as dia
+from zarrlake.catalog.db import Scoped
+from zarrlake.catalog.rows import batches
+from zarrlake.catalog.schema import blobs
+from zarrlake.errors import CatalogError
+
+__all__ = ["NodeQueries", "put_nodes"]
+
+Nodes = dict[bytes, tuple[str, bytes]]
+
+
+def put_nodes(conn: sa.Connection, repo_id: int, items: Nodes, now: float) -> None:
+    """Store nodes (hash -> (kind, bytes)); one written again refreshes its ``created_at``,
+    so garbage collection that marked it before does not delete it (docs/history.md)."""
+    if items:
+        conn.execute(
+            dia.upsert(blobs, conn.dialect.name, ["created_at"]),
+            [
+                {"repo_id": repo_id, "hash": h, "kind": k, "data": d, "created_at": now}
+                for h, (k, d) in items.items()
+            ],
+        )
+
+
+class NodeQueries(Scoped):
+    """A repo's catalog nodes, by content hash."""
+
+    def put(self, items: Nodes) -> None:
+        with self.db.tx(write=True) as conn:
+            put_nodes(conn, self.repo_id, items, self.db.now(conn))
+
+    def get(self, h: bytes) -> bytes:
+        with self.db.read() as conn:
+            data = conn.execute(
+                sa.select(blobs.c.data).where(blobs.c.repo_id == self.repo_id, blobs.c.hash == h)
+            ).scalar()
+        if data is None:
+            raise CatalogError(f"catalog node {h.hex()} is missing; run repo.fsck()")
+        return bytes(data)
+
+    def get_many(self, hashes: Sequence[bytes]) -> Nodes:
+        """Several nodes at once: hash -> (kind, bytes); missing ones are left out."""
+        out: Nodes = {}
+        for batch in batches(list(hashes)):
+            with self.db.read() as conn:
+                for r in conn.execute(
+                    sa.select(blobs.c.hash, blobs.c.kind, blobs.c.data).where(
+                        blobs.c.repo_id == self.repo_id, blobs.c.hash.in_(list(batch))
+                    )
+                ):
+                    out[bytes(r.hash)] = (r.kind, bytes(r.data))
+        return out
