@@ -4,6 +4,7 @@ recorded commit and commits nothing again (DESIGN.md, "Commit protocol", step 5)
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 
 import numpy as np
 import pytest
@@ -98,6 +99,77 @@ def test_racing_processes_with_one_key_make_one_commit(
     assert repo.resolve("main") == winner
     written = [i for i in range(n) if set(_data(repo)[i * CHUNK : (i + 1) * CHUNK]) == {10 + i}]
     assert len(written) == 1
+
+
+def test_a_key_whose_commit_a_reset_removed_from_the_branch_commits_the_retry(
+    make_repo: Callable[..., zarrlake.Repo],
+) -> None:
+    repo = make_repo()
+    create_arrays(repo, ["data"], 4)
+    before = repo.resolve("main")
+    keyed = _write(repo, 0, 7).commit("job run 1", idempotency_key="job-42")
+    repo.reset_branch("main", before)  # the keyed commit is no longer on main
+    retry = _write(repo, 0, 8)
+    again = retry.commit("job run 2", idempotency_key="job-42")
+    assert again != keyed
+    assert repo.resolve("main") == again
+    assert set(_data(repo)[:CHUNK].tolist()) == {8}  # the retry's data is on the branch
+    # and the key now names the retry's commit
+    assert _write(repo, 0, 9).commit("job run 3", idempotency_key="job-42") == again
+
+
+def test_a_key_of_a_deleted_and_recreated_branch_commits_the_retry(
+    make_repo: Callable[..., zarrlake.Repo],
+) -> None:
+    repo = make_repo()
+    create_arrays(repo, ["data"], 4)
+    base = repo.resolve("main")
+    repo.create_branch("ingest")
+    _write(repo, 0, 7, branch="ingest").commit("run 1", idempotency_key="k")
+    repo.delete_branch("ingest")
+    repo.create_branch("ingest", base)
+    again = _write(repo, 0, 8, branch="ingest").commit("run 2", idempotency_key="k")
+    assert repo.resolve("ingest") == again
+    assert set(_data(repo, "ingest")[:CHUNK].tolist()) == {8}
+
+
+def test_a_key_whose_commit_expired_commits_the_retry(
+    make_repo: Callable[..., zarrlake.Repo],
+) -> None:
+    repo = make_repo()
+    create_arrays(repo, ["data"], 4)
+    before = repo.resolve("main")
+    keyed = _write(repo, 0, 7).commit("run 1", idempotency_key="k")
+    repo.reset_branch("main", before)
+    assert keyed in repo.expire(timedelta(0)).expired
+    retry = _write(repo, 0, 8)
+    again = retry.commit("run 2", idempotency_key="k")
+    assert repo.resolve("main") == again
+    assert retry.state == "committed"
+    assert set(_data(repo)[:CHUNK].tolist()) == {8}
+
+
+@pytest.mark.slow
+def test_racing_retries_of_one_job_writing_the_same_chunk_all_get_the_one_commit(
+    make_repo: Callable[..., zarrlake.Repo], catalog_url: str
+) -> None:
+    """Each retry wrote the same chunk with other bytes: a loser sees a chunk conflict with
+    the winner, and its key, looked up again, returns the winner's commit instead."""
+    n = 4
+    repo = make_repo()
+    create_arrays(repo, ["data"], n)
+    before = len(repo.log("main"))
+    barrier = CTX.Barrier(n)
+    results = run_children(
+        [
+            (commit_with_key, (catalog_url, repo.name, 0, 10 + i, "batch-8", barrier))
+            for i in range(n)
+        ]
+    )
+    ids = {r["commit"] for r in results}
+    assert len(ids) == 1
+    assert len(repo.log("main")) == before + 1
+    assert len(set(_data(repo)[:CHUNK].tolist())) == 1
 
 
 def test_dataset_commit_with_key_commits_once(sqlite_repo: zarrlake.Repo) -> None:

@@ -154,6 +154,12 @@ def commit_staged(
         if head != s.base_commit:
             conflicts = conflicts_with(core, s, head)
             if _refuse(solver, conflicts):
+                # a retry of the same job that committed meanwhile conflicts with its own
+                # data: its key, not the conflict, decides
+                if idempotency_key is not None:
+                    found = recorded_commit(core, s, idempotency_key)
+                    if found is not None:
+                        return BuiltCommit(found, None)
                 raise ConflictError(
                     f"cannot commit session {s.session_id} to {s.branch!r}: it conflicts with "
                     f"commits made since its base {s.base_commit[:10]}. {_advice(conflicts)}",
