@@ -12,6 +12,7 @@ import pytest
 import zarr
 
 import zarrlake
+from zarrlake.testing import live_sessions
 
 
 def _expired_session(repo: zarrlake.Repo) -> zarrlake.WritableSession:
@@ -65,3 +66,23 @@ def test_closed_sessions_keep_their_final_status(
     assert done.state == "committed"
     assert gone.state == "abandoned"
     assert repo.sessions() == []
+
+
+def test_three_hundred_commits_leave_a_handful_of_sessions_alive(
+    make_repo: Callable[..., zarrlake.Repo],
+) -> None:
+    repo = make_repo()
+    s = repo.writable_session()
+    zarr.open_group(s.store, mode="w").create_array("a", shape=(8,), chunks=(2,), dtype="i4")
+    s.commit("create")
+    before = live_sessions()
+    kept = []
+    for i in range(300):
+        s = repo.writable_session()
+        zarr.open_array(s.store, path="a", mode="r+")[0:2] = i + 1
+        s.commit(f"write {i}")
+        kept.append(s)  # the caller still holds every one: committed, they are released
+    abandoned = repo.writable_session()
+    abandoned.abandon()
+    assert live_sessions() - before <= 3
+    assert all(k.state == "committed" for k in kept)
