@@ -139,6 +139,30 @@ def test_no_private_field_of_another_object(name: str) -> None:
     assert reads == []
 
 
+TESTS = ROOT.parents[1] / "tests"
+# IPython's display protocol: a public method, spelled with underscores
+DISPLAY_PROTOCOL = frozenset({"_repr_html_", "_repr_mimebundle_"})
+
+
+@pytest.mark.parametrize(
+    "path", sorted(TESTS.rglob("*.py")), ids=lambda p: str(p.relative_to(TESTS))
+)
+def test_no_test_reads_a_private_field_of_another_object(path: Path) -> None:
+    """Tests go through public APIs or ``zarrlake.testing``, so the engine can change
+    without rewriting them."""
+    tree = ast.parse(path.read_text())
+    reads = [
+        f"{ast.unparse(node)} (line {node.lineno})"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+        and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+        and node.attr not in DISPLAY_PROTOCOL
+    ]
+    assert reads == []
+
+
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_module_is_small(name: str) -> None:
     assert len(MODULES[name].read_text().splitlines()) <= MAX_LINES

@@ -32,7 +32,8 @@ ENCODINGS = [DEFAULT_SLASH, DEFAULT_DOT, V2_DOT, V2_SLASH]
 
 def _zarr_json(path: str, build: Any) -> bytes:
     """The zarr.json bytes zarr itself writes for the node ``build`` creates."""
-    store = zarr.storage.MemoryStore()
+    contents: dict[str, Any] = {}
+    store = zarr.storage.MemoryStore(contents)
     root = zarr.open_group(store, mode="w")
     build(root)
     key = f"{path}/zarr.json" if path else "zarr.json"
@@ -338,13 +339,14 @@ def test_format_chunk_key_matches_zarr(coords: tuple[int, ...], enc: ChunkKeyEnc
 
 @pytest.mark.parametrize("enc", ENCODINGS, ids=lambda e: f"{e.name}{e.separator}")
 def test_keys_zarr_writes_parse_to_their_coords(enc: ChunkKeyEncoding) -> None:
-    store = zarr.storage.MemoryStore()
+    contents: dict[str, Any] = {}
+    store = zarr.storage.MemoryStore(contents)
     root = zarr.open_group(store, mode="w")
     cke = {"name": enc.name, "separator": enc.separator}
     arr = root.create_array("a", shape=(4, 6), chunks=(2, 2), dtype="u1", chunk_key_encoding=cke)
     arr[:] = 1
     nm = parse_node_meta(sync(store.get("a/zarr.json", default_buffer_prototype())).to_bytes())
-    keys = [k for k in store._store_dict if k.startswith("a/") and k != "a/zarr.json"]
+    keys = [k for k in contents if k.startswith("a/") and k != "a/zarr.json"]
     parsed = {parse_chunk_key(k[2:], nm.encoding, nm.ndim) for k in keys}
     assert parsed == {(i, j) for i in range(2) for j in range(3)}
 

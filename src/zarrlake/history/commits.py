@@ -9,7 +9,7 @@ from zarrlake.model import Root
 from zarrlake.model.diff import Diff, diff_roots
 from zarrlake.model.graph import merge_base as _walk_merge_base
 from zarrlake.model.records import CommitRecord
-from zarrlake.types import CommitInfo, check_limit, from_epoch
+from zarrlake.types import CommitInfo, check_limit
 
 __all__ = ["branch_head", "commit_info", "commit_root", "diff", "log", "merge_base"]
 
@@ -33,21 +33,14 @@ def branch_head(core: RepoCore, branch: str) -> CommitRecord:
     return head
 
 
-def _info(row: CommitRecord) -> CommitInfo:
-    parents = tuple(p for p in (row.parent_id, row.merge_parent_id) if p)
-    return CommitInfo(
-        row.id, parents, row.author, row.message, row.meta, from_epoch(row.created_at)
-    )
-
-
 def commit_info(core: RepoCore, commit: str) -> CommitInfo:
     """One commit as the log shows it."""
-    return _info(core.catalog.commits.get(commit))
+    return core.catalog.commits.get(commit).info()
 
 
 def log(core: RepoCore, head: str, limit: object) -> list[CommitInfo]:
     """``head`` and its first-parent ancestors, newest first."""
-    return [_info(r) for r in core.catalog.commits.ancestry(head, check_limit(limit))]
+    return [r.info() for r in core.catalog.commits.ancestry(head, check_limit(limit))]
 
 
 def commit_root(core: RepoCore, commit: str) -> tuple[CommitRecord, Root]:

@@ -3,13 +3,16 @@ history look like", drawn by the dashboard, the CLI and the widgets alike."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import MutableMapping, Sequence
+from typing import Any
 
+import zarrlake.process as process
 from zarrlake.core import RepoCore
 from zarrlake.errors import InvalidInputError, NotFoundError
 from zarrlake.history.refs import resolve_ref
-from zarrlake.model.graph import CommitGraph, GraphRow, lay_out, topo_order
-from zarrlake.types import CommitInfo, check_limit, from_epoch
+from zarrlake.model.graph import CommitGraph, Edge, GraphRow, lay_out, topo_order
+from zarrlake.types import check_limit
 
 __all__ = ["graph"]
 
@@ -29,6 +32,32 @@ def _heads(core: RepoCore, refs: Sequence[str] | None) -> dict[str, str]:
     return out
 
 
+Layout = tuple[list[str], list[tuple[int, tuple[Edge, ...]]], int]
+_CACHED = 8
+_layouts: MutableMapping[tuple[Any, ...], Layout] = process.registry("graph layouts")
+_lock = threading.Lock()
+
+
+def _layout(core: RepoCore, heads: dict[str, str], pin: str | None) -> Layout:
+    """The drawing order, lanes and width of the graph below ``heads``. The graph below a
+    set of commits never changes (expiry only removes commits no ref reaches), so a layout
+    is kept for the same heads: paging through a large history lays it out once."""
+    key = (*core.key(), tuple(sorted(heads.items())), pin)
+    with _lock:
+        found = _layouts.get(key)
+    if found is not None:
+        return found
+    dag = core.catalog.commits.graph(sorted(set(heads.values())))
+    order = topo_order(dag)
+    lanes = lay_out(order, dag, pin)
+    width = 1 + max((max((lane, *(b for _, b in e))) for lane, e in lanes), default=-1)
+    with _lock:
+        while len(_layouts) >= _CACHED:
+            del _layouts[next(iter(_layouts))]
+        _layouts[key] = (order, lanes, width)
+    return order, lanes, width
+
+
 def graph(
     core: RepoCore, refs: Sequence[str] | None = None, offset: int = 0, limit: int | None = 100
 ) -> CommitGraph:
@@ -38,11 +67,8 @@ def graph(
         raise InvalidInputError(f"offset must be an integer >= 0, got {offset!r}")
     limit = check_limit(limit)
     heads = _heads(core, refs)
-    dag = core.catalog.commits.graph(sorted(set(heads.values())))
-    order = topo_order(dag)
-    pin = heads.get("main", next(iter(heads.values()), None)) if refs is None else None
-    lanes = lay_out(order, dag, heads.get(refs[0]) if refs else pin)
-    width = 1 + max((max((lane, *(b for _, b in e))) for lane, e in lanes), default=-1)
+    pin = heads.get(refs[0]) if refs else heads.get("main")
+    order, lanes, width = _layout(core, heads, pin)
     end = len(order) if limit is None else min(len(order), offset + limit)
     page = order[offset:end]
     rows = core.catalog.commits.by_id(page)
@@ -54,11 +80,7 @@ def graph(
         row = rows.get(cid)
         if row is None:
             raise NotFoundError(f"commit {cid} was expired while the graph was read; read it again")
-        parents = tuple(p for p in (row.parent_id, row.merge_parent_id) if p)
-        info = CommitInfo(
-            row.id, parents, row.author, row.message, row.meta, from_epoch(row.created_at)
-        )
         lane, edges = lanes[i]
-        out.append(GraphRow(info, lane, edges, tuple(at.get(cid, ()))))
+        out.append(GraphRow(row.info(), lane, edges, tuple(at.get(cid, ()))))
     incoming = lanes[offset - 1][1] if 0 < offset <= len(lanes) else ()
     return CommitGraph(tuple(out), len(order), offset, width, incoming, heads)
