@@ -88,7 +88,7 @@ def test_newer_catalog_schema_is_refused(tmp_path: Path) -> None:
     db.close()
     from zarrlake.catalog import Catalog
 
-    with pytest.raises(zarrlake.SchemaVersionError, match="upgrade zarrlake"):
+    with pytest.raises(zarrlake.SchemaVersionError, match="newer than this zarrlake"):
         Catalog(f"sqlite:///{tmp_path / 'lake' / 'catalog.db'}")
 
 
