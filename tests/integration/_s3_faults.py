@@ -1,10 +1,21 @@
-"""A fault-injecting HTTP proxy in front of the loopback S3 endpoint: it fails, delays or
-truncates a chosen fraction of requests, so the object store meets a misbehaving network."""
+"""A fault-injecting proxy in front of the loopback S3 endpoint, in the manner of toxiproxy.
+
+It forwards HTTP requests to the endpoint and, per request, fails (503 SlowDown), delays or
+truncates a chosen fraction of them; and, for the whole proxy at once, it can be switched
+``down`` (every connection is reset as soon as it sends anything, so clients see the endpoint
+vanish) or ``blackhole`` (connections are accepted and what they send is read, but nothing is
+ever answered, as from a dead host behind a live load balancer), and ``up`` again. Requests
+are counted by HTTP method, so a test can tell how many a read cost (and whether it was
+retried).
+"""
 
 from __future__ import annotations
 
 import http.client
 import random
+import select
+import socket
+import struct
 import threading
 import time
 from collections import Counter
@@ -18,21 +29,28 @@ _SLOW_DOWN = (
     b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code>'
     b"<Message>injected fault</Message></Error>"
 )
+_MODES = ("up", "down", "blackhole")
 
 
 class FaultyProxy:
     """Forwards to ``upstream``; each request is failed (503 SlowDown), delayed, or (for a
-    response with a body) truncated with probability ``rate`` each, decided by ``seed``."""
+    response with a body) truncated with probability ``rate`` each, decided by ``seed``; the
+    whole proxy can be taken :meth:`down`, into a :meth:`blackhole`, and back :meth:`up`."""
 
-    def __init__(self, upstream: str, rate: float, seed: int = 0, delay: float = 0.05) -> None:
+    def __init__(
+        self, upstream: str, rate: float = 0.0, seed: int = 0, delay: float = 0.05
+    ) -> None:
         self.upstream = urlparse(upstream)
         self.rate = rate
         self.delay = delay
         self.rng = random.Random(seed)
         self.lock = threading.Lock()
-        self.faults: Counter[str] = Counter()
-        self.methods: Counter[str] = Counter()  # requests forwarded, by HTTP method
+        self.faults: Counter[str] = Counter()  # faults injected, by kind
+        self.methods: Counter[str] = Counter()  # requests received, by HTTP method
         self.requests = 0
+        self.mode = "up"
+        self.changed = threading.Condition(self.lock)  # notified when the mode changes
+        self.closed = False
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -46,21 +64,79 @@ class FaultyProxy:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        with self.changed:
+            self.closed = True
+            self.changed.notify_all()
         self.server.shutdown()
         self.server.server_close()
 
-    def _draw(self, method: str) -> str | None:
+    # -- the switch ------------------------------------------------------------------------
+
+    def up(self) -> None:
+        """Forward again (connections held by :meth:`blackhole` are closed unanswered)."""
+        self._set("up")
+
+    def down(self) -> None:
+        """Reset every connection the moment it sends anything: the endpoint is gone."""
+        self._set("down")
+
+    def blackhole(self) -> None:
+        """Accept and read, never answer: requests hang until the client gives up."""
+        self._set("blackhole")
+
+    def _set(self, mode: str) -> None:
+        assert mode in _MODES
+        with self.changed:
+            self.mode = mode
+            self.changed.notify_all()
+
+    def reset_counts(self) -> None:
+        with self.lock:
+            self.requests = 0
+            self.methods.clear()
+            self.faults.clear()
+
+    # -- per request -----------------------------------------------------------------------
+
+    def admit(self, method: str) -> str | None:
+        """Count a request and decide its fate: ``down``, ``blackhole``, one of the random
+        faults (``fail``, ``delay``, ``truncate``), or ``None`` to forward it as it is."""
         with self.lock:
             self.requests += 1
             self.methods[method] += 1
+            if self.mode != "up":
+                self.faults[self.mode] += 1
+                return self.mode
             r = self.rng.random()
-        if r < self.rate:
-            return "fail"
-        if r < 2 * self.rate:
-            return "delay"
-        if r < 3 * self.rate:
-            return "truncate"
-        return None
+            fault = (
+                "fail" if r < self.rate
+                else "delay" if r < 2 * self.rate
+                else "truncate" if r < 3 * self.rate
+                else None
+            )  # fmt: skip
+            if fault is not None and fault != "truncate":
+                self.faults[fault] += 1
+            return fault
+
+    def count_truncation(self) -> None:
+        with self.lock:
+            self.faults["truncate"] += 1
+
+    def hold(self, conn: socket.socket) -> None:
+        """Black-hole ``conn``: read and drop whatever it sends, answer nothing, until the
+        proxy leaves the black-hole mode or closes (then the connection is closed)."""
+        conn.setblocking(False)
+        while True:
+            with self.changed:
+                if self.closed or self.mode != "blackhole":
+                    return
+            readable, _, _ = select.select([conn], [], [], 0.1)
+            if readable:
+                try:
+                    if not conn.recv(65536):
+                        return  # the client gave up
+                except OSError:
+                    return
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         proxy = self
@@ -71,13 +147,25 @@ class FaultyProxy:
             def log_message(self, *args: Any) -> None:
                 pass
 
+            def _reset(self) -> None:
+                # SO_LINGER 0: close with a TCP reset, as a vanished endpoint does
+                self.connection.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                )
+                self.close_connection = True
+
             def _forward(self) -> None:
+                fault = proxy.admit(self.command)
+                if fault == "down":
+                    self._reset()
+                    return
+                if fault == "blackhole":
+                    proxy.hold(self.connection)
+                    self._reset()
+                    return
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
-                fault = proxy._draw(self.command)
                 if fault == "fail":
-                    with proxy.lock:
-                        proxy.faults["fail"] += 1
                     self.send_response(503)
                     self.send_header("Content-Type", "application/xml")
                     self.send_header("Content-Length", str(len(_SLOW_DOWN)))
@@ -85,8 +173,6 @@ class FaultyProxy:
                     self.wfile.write(_SLOW_DOWN)
                     return
                 if fault == "delay":
-                    with proxy.lock:
-                        proxy.faults["delay"] += 1
                     time.sleep(proxy.delay)
                 up = proxy.upstream
                 conn = http.client.HTTPConnection(up.hostname, up.port, timeout=30)
@@ -109,8 +195,7 @@ class FaultyProxy:
                     return
                 self.send_header("Content-Length", str(len(data)))
                 if fault == "truncate" and len(data) > 16:
-                    with proxy.lock:
-                        proxy.faults["truncate"] += 1
+                    proxy.count_truncation()
                     self.send_header("Connection", "close")
                     self.end_headers()
                     self.wfile.write(data[: len(data) // 2])  # then the connection drops

@@ -180,3 +180,70 @@ def test_a_joined_sessions_writes_wait_for_no_company_and_share_transactions(
     for fut in later:
         fut.result(timeout=10)
     assert events == ["stage 0", "stage 1,2"]
+
+
+def test_a_failed_flush_does_not_stick_once_the_disk_is_back(flushes: Flushes) -> None:
+    """A commit that failed because the disk could not be flushed can be retried: the next
+    wait has the filesystem flushed again instead of raising the old error."""
+    flushes.fail = True
+    _write(flushes, 1)
+    with pytest.raises(StorageError, match="durable"):
+        flushes.store.sync()
+    flushes.fail = False
+    flushes.store.sync()
+    assert flushes.started_at[-1] == 1
+
+
+class FailingObjects(RecordingObjects):
+    """An object store that cannot make objects durable while ``down`` (an S3 outage)."""
+
+    def __init__(self, events: list[str]) -> None:
+        super().__init__(events)
+        self.down = False
+
+    def sync(self, *, seal: bool = True) -> None:
+        if self.down:
+            self.events.append("outage")
+            raise StorageError("injected outage")
+        super().sync(seal=seal)
+
+
+class KeyedCatalog(RecordingCatalog):
+    def stage(self, session_id: str, rows: list[StagedRow], drops: list[str], **_: Any) -> None:
+        self.events.append("stage " + ",".join(r.key for r in rows))
+
+
+def test_a_write_behind_batch_that_failed_is_staged_by_the_next_flush() -> None:
+    """The rows of a batch that failed during an outage are neither lost nor reordered, and
+    its error does not stick: once storage is back, a flush stages them, then what came
+    after them."""
+    events: list[str] = []
+    objects = FailingObjects(events)
+    stager = Stager(KeyedCatalog(events), "s", objects, write_behind=True)  # type: ignore[arg-type]
+    objects.down = True
+    first = stager.submit(_packed_row("0", b"p" * 32))
+    with pytest.raises(StorageError, match="outage"):
+        stager.flush()
+    later = stager.submit(_packed_row("1", b"p" * 32))
+    with pytest.raises(StorageError, match="outage"):
+        stager.flush()  # still down: tried again, failed again
+    objects.down = False
+    stager.flush()
+    assert first.done()
+    assert later.done()
+    assert events[-2:] == ["durable", "stage 0,1"]
+
+
+def test_a_joined_sessions_writer_sees_its_batch_fail_and_the_next_write_goes_through() -> None:
+    """Without write-behind each writer waits for its own row: the failure is its writer's
+    to handle (it writes again), and it does not fail later writes or flushes."""
+    events: list[str] = []
+    objects = FailingObjects(events)
+    stager = Stager(RecordingCatalog(events), "s", objects)  # type: ignore[arg-type]
+    objects.down = True
+    with pytest.raises(StorageError, match="outage"):
+        stager.submit(_packed_row("0", b"p" * 32)).result(timeout=10)
+    objects.down = False
+    stager.submit(_packed_row("0", b"p" * 32)).result(timeout=10)
+    stager.flush()
+    assert events[-2:] == ["durable", "stage chunk"]

@@ -65,7 +65,7 @@ class ObjectStore(ABC):
         if start is None and end is None:
             return self.check(h, self.read_range(h), crc)
         if not self.verify:
-            return self.read_range(h, start, end)
+            return self._exact(h, self.read_range(h, start, end), start, end)
         cache = verified_cache(self)
         data = cache.get(h)
         if data is None:
@@ -124,7 +124,7 @@ class ObjectStore(ABC):
         """Bytes ``[start, end)`` of a chunk stored as an object or in a pack (not inline),
         verified against the chunk's checksum (or, without one, its hash)."""
         if ref.pack is None:
-            return self.read(ref.hash, start, end, ref.crc)
+            return self._complete(ref, self.read(ref.hash, start, end, ref.crc), start, end)
         data = self._packs.read(ref.pack, ref.offset, ref.length)
         if data is None:
             end_at = ref.offset + ref.length
@@ -139,7 +139,9 @@ class ObjectStore(ABC):
         """Async version of :meth:`read_chunk`: reads of one pack made together are merged
         into few requests (:mod:`zarrlake.objects.ranges`)."""
         if ref.pack is None:
-            return await self.read_async(ref.hash, start, end, ref.crc)
+            return self._complete(
+                ref, await self.read_async(ref.hash, start, end, ref.crc), start, end
+            )
         data = self._packs.read(ref.pack, ref.offset, ref.length)
         if data is None:
             end_at = ref.offset + ref.length
@@ -158,6 +160,12 @@ class ObjectStore(ABC):
 
     def _packed(self, ref: ChunkRef, data: bytes) -> bytes:
         assert ref.pack is not None
+        if len(data) < ref.length:
+            raise self._short(
+                f"chunk {ref.hash.hex()} at offset {ref.offset} of pack {ref.pack.hex()}",
+                len(data),
+                ref.length,
+            )
         if not self._intact(ref, data):
             raise ChunkCorruptionError(
                 f"chunk {ref.hash.hex()} at offset {ref.offset} of pack {ref.pack.hex()} in "
@@ -167,6 +175,28 @@ class ObjectStore(ABC):
                 "object"
             )
         return data
+
+    def _complete(self, ref: ChunkRef, data: bytes, start: int | None, end: int | None) -> bytes:
+        """``data``, read of the chunk object ``ref`` names, unless it is shorter than the
+        chunk (a check that catches what an unverified read would let through)."""
+        if start is None and end is None and len(data) < ref.length:
+            raise self._short(f"chunk object {ref.hash.hex()}", len(data), ref.length)
+        return data
+
+    def _exact(self, h: bytes, data: bytes, start: int | None, end: int | None) -> bytes:
+        """``data``, read of bytes ``[start, end)`` of object ``h``, unless it is short."""
+        if start is not None and end is not None and len(data) < end - start:
+            raise self._short(f"bytes {start} to {end} of object {h.hex()}", len(data), end - start)
+        return data
+
+    def _short(self, what: str, got: int, want: int) -> ChunkCorruptionError:
+        """A read that found fewer bytes than the chunk's ref (or the range asked for) says
+        are stored: the object is truncated. The same damage is the same error on every
+        backend, and it is never retried: reading again brings back no more bytes."""
+        return ChunkCorruptionError(
+            f"{what} in {self.url} is cut short: read {got} of {want} bytes; the stored object "
+            "is truncated. Run repo.fsck(verify=True) to find every such object"
+        )
 
     @abstractmethod
     def exists(self, h: bytes) -> bool: ...

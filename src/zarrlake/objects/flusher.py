@@ -6,6 +6,10 @@ Each write is counted (``note``); a flush records the count before it starts and
 filesystem is flushed, declares every write up to that count durable. ``wait`` blocks until
 the writes counted before the call are durable: while the writers were busy the flusher has
 already made most of them so, and the waiter pays only for the tail.
+
+A failed flush fails the waiters of that flush, not later ones: each ``wait`` has the
+filesystem flushed again (a disk that was full or unmounted may be back), so a commit that
+failed can be retried.
 """
 
 from __future__ import annotations
@@ -48,7 +52,8 @@ class Flusher:
         self.cond = threading.Condition()
         self.written = 0  # writes counted so far
         self.durable = 0  # writes known durable
-        self.error: BaseException | None = None
+        self.error: BaseException | None = None  # of the last flush, if it failed
+        self.failures = 0  # flushes failed so far
         self.thread: threading.Thread | None = None
 
     def note(self) -> None:
@@ -59,12 +64,14 @@ class Flusher:
             self.cond.notify_all()
 
     def wait(self) -> None:
-        """Block until every write counted before this call is durable; a failed flush
-        raises :class:`StorageError` here."""
+        """Block until every write counted before this call is durable; a flush that fails
+        meanwhile raises :class:`StorageError` here (a failure from before the call does not:
+        the flush is tried again)."""
         with self.cond:
             target = self.written
+            failures = self.failures
             while self.durable < target:
-                if self.error is not None:
+                if self.failures != failures and self.error is not None:
                     raise StorageError(
                         f"cannot make objects under {self.path} durable: {self.error}"
                     ) from self.error
@@ -91,6 +98,7 @@ class Flusher:
             except OSError as exc:
                 with self.cond:
                     self.error = exc
+                    self.failures += 1
                     self.thread = None
                     self.cond.notify_all()
                 return

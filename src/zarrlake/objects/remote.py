@@ -8,7 +8,10 @@ zarr's own ``FsspecStore`` does, so the number of worker threads no longer bound
 
 Transient failures of the service (a refused connection, a 5xx, throttling, a dropped or
 timed-out response) are retried with jittered exponential backoff; what is left after the
-last attempt is a :class:`StorageError` carrying the cause.
+last attempt is a :class:`StorageError` carrying the cause. On S3 every call, sync or async,
+runs on fsspec's loop within a deadline derived from the client's timeouts
+(:mod:`zarrlake.objects.retries`). A ranged read past the end of an object (S3 answers 416)
+reads nothing, as a local read past the end of a file does: the caller finds it short.
 """
 
 from __future__ import annotations
@@ -16,63 +19,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import random
 import threading
-import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from typing import Any
 
 from zarrlake.errors import ObjectMissingError, StorageError, ZarrlakeError
 from zarrlake.objects.base import ObjectInfo, ObjectStore, object_key, verified_cache
+from zarrlake.objects.retries import Deadline, retrying, retrying_async, s3_deadline
 
 __all__ = ["FsspecObjectStore"]
-
-_ATTEMPTS = 5
-_FINAL = (
-    FileNotFoundError,
-    FileExistsError,
-    PermissionError,
-    NotImplementedError,
-    ImportError,
-    TypeError,
-    ValueError,
-    AttributeError,
-    KeyError,
-    ZarrlakeError,
-)
-
-
-def _pause(attempt: int) -> float:
-    return random.uniform(0, 0.05 * 2**attempt)
-
-
-def _retrying[T](fn: Callable[[], T]) -> T:
-    """``fn()``, retried with jittered exponential backoff on transient failures; answers
-    that are final are raised at once."""
-    for attempt in range(_ATTEMPTS):
-        try:
-            return fn()
-        except _FINAL:
-            raise
-        except Exception:
-            if attempt == _ATTEMPTS - 1:
-                raise
-            time.sleep(_pause(attempt))
-    raise AssertionError("unreachable")
-
-
-async def _retrying_async[T](fn: Callable[[], Awaitable[T]]) -> T:
-    """Async version of :func:`_retrying`."""
-    for attempt in range(_ATTEMPTS):
-        try:
-            return await fn()
-        except _FINAL:
-            raise
-        except Exception:
-            if attempt == _ATTEMPTS - 1:
-                raise
-            await asyncio.sleep(_pause(attempt))
-    raise AssertionError("unreachable")
 
 
 _S3 = ("s3", "s3a")  # the protocols (and URL schemes) of s3fs
@@ -108,6 +63,20 @@ def _fs_options(url: str, options: dict[str, Any]) -> dict[str, Any]:
     return {**options, "session": _botocore[0]}
 
 
+def _past_the_end(exc: BaseException) -> bool:
+    """Whether S3 refused a range because it starts past the end of the object (416
+    ``InvalidRange``; s3fs raises an ``OSError`` whose cause is botocore's error)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        response = getattr(seen, "response", None)
+        if isinstance(response, dict):
+            code = response.get("Error", {}).get("Code")
+            status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            return bool(code == "InvalidRange" or status == 416)
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def _span(start: int | None, end: int | None) -> int | None:
     if end is None:
         return None
@@ -138,12 +107,14 @@ class FsspecObjectStore(ObjectStore):
             ) from exc
         self.prefix = self.prefix.rstrip("/")
         protocols = self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
-        # S3 supports create-if-absent (If-None-Match: *) and batch deletes; elsewhere
+        # S3 (s3fs, an async filesystem) supports create-if-absent (If-None-Match: *) and
+        # batch deletes, and its calls run as coroutines within a deadline; elsewhere
         # exists-then-put suffices because two writers of one content address write the same
         # bytes.
-        self._s3 = any(p in _S3 for p in protocols)
-        self._async = bool(getattr(self.fs, "async_impl", False)) and self._s3
+        s3 = any(p in _S3 for p in protocols)
+        self._async = bool(getattr(self.fs, "async_impl", False)) and s3
         self._limit: asyncio.Semaphore | None = None  # made on fsspec's loop, used only there
+        self._deadline: Deadline | None = None  # read from the client once it exists
         # s3fs asks for an object's size (a HEAD request) before reading it whole, to split
         # reads of large objects; a chunk object is read in one GET
         cat = getattr(self.fs, "_cat_file", None)
@@ -164,44 +135,59 @@ class FsspecObjectStore(ObjectStore):
         payload = bytes(data)
 
         def put() -> bool:
-            if self._s3:
-                self.fs.pipe_file(key, payload, mode="create")
-                return True
             if self.fs.exists(key):
                 return False
             self.fs.pipe_file(key, payload)
             return True
 
         try:
-            return _retrying(put)
+            if self._async:
+                return self._call_sync(
+                    f"write of object {h.hex()}", lambda: self._put(key, payload)
+                )
+            return retrying(put)
         except FileExistsError:
             return False
         except Exception as exc:
-            raise StorageError(f"cannot write object {h.hex()} to {self.url}: {exc}") from exc
+            raise self._write_error(h, exc) from exc
 
     async def write_async(self, h: bytes, data: bytes | memoryview) -> bool:
         if not self._async:
             return await super().write_async(h, data)
         key = self._key(h)
         payload = bytes(data)
-
-        async def put() -> bool:
-            await self.fs._pipe_file(key, payload, mode="create")
-            return True
-
         try:
-            return await self._on_fs_loop(self._bounded(lambda: _retrying_async(put)))
+            return await self._call_async(
+                f"write of object {h.hex()}", lambda: self._put(key, payload)
+            )
         except FileExistsError:
             return False
         except Exception as exc:
-            raise StorageError(f"cannot write object {h.hex()} to {self.url}: {exc}") from exc
+            raise self._write_error(h, exc) from exc
+
+    async def _put(self, key: str, payload: bytes) -> bool:
+        """Create-if-absent in one request; an object already there is ``FileExistsError``."""
+        await self.fs._pipe_file(key, payload, mode="create")
+        return True
+
+    def _write_error(self, h: bytes, exc: Exception) -> Exception:
+        if isinstance(exc, ZarrlakeError):
+            return exc
+        return StorageError(f"cannot write object {h.hex()} to {self.url}: {exc}")
 
     # -- reading -----------------------------------------------------------------------------
 
     def read_range(self, h: bytes, start: int | None = None, end: int | None = None) -> bytes:
         key = self._key(h)
         try:
-            data = _retrying(lambda: self.fs.cat_file(key, start=start, end=end, **self._kw(start)))
+            if self._async:
+                data = self._call_sync(
+                    f"read of object {h.hex()}", lambda: self._get(key, start, end)
+                )
+            else:
+                data = retrying(
+                    lambda: self.fs.cat_file(key, start=start, end=end, **self._kw(start))
+                )
         except Exception as exc:
             raise self._read_error(h, exc) from exc
         return self._checked_length(h, bytes(data), start, end)
@@ -214,7 +200,7 @@ class FsspecObjectStore(ObjectStore):
         if start is None and end is None:
             return self.check(h, await self._fetch(h, None, None), crc)
         if not self.verify:
-            return await self._fetch(h, start, end)
+            return self._exact(h, await self._fetch(h, start, end), start, end)
         cache = verified_cache(self)  # a range is served from the whole object, verified
         data = cache.get(h)
         if data is None:
@@ -232,15 +218,24 @@ class FsspecObjectStore(ObjectStore):
 
     async def _fetch(self, h: bytes, start: int | None, end: int | None) -> bytes:
         key = self._key(h)
-
-        async def get() -> bytes:
-            return bytes(await self.fs._cat_file(key, start=start, end=end, **self._kw(start)))
-
         try:
-            data = await self._on_fs_loop(self._bounded(lambda: _retrying_async(get)))
+            data = await self._call_async(
+                f"read of object {h.hex()}", lambda: self._get(key, start, end)
+            )
         except Exception as exc:
             raise self._read_error(h, exc) from exc
         return self._checked_length(h, data, start, end)
+
+    async def _get(self, key: str, start: int | None, end: int | None) -> bytes:
+        """One GET (of a range, when ``start`` is given). A range that starts past the end of
+        the object (416) is empty, as a read past the end of a file is: the bytes are not
+        there, and asking again will not bring them (the caller finds the read short)."""
+        try:
+            return bytes(await self.fs._cat_file(key, start=start, end=end, **self._kw(start)))
+        except OSError as exc:
+            if start is not None and _past_the_end(exc):
+                return b""
+            raise
 
     def _read_error(self, h: bytes, exc: Exception) -> Exception:
         if isinstance(exc, ZarrlakeError):
@@ -258,6 +253,23 @@ class FsspecObjectStore(ObjectStore):
         return data
 
     # -- the async machinery -----------------------------------------------------------------
+
+    async def _call[T](self, what: str, fn: Callable[[], Awaitable[T]]) -> T:
+        """``fn()`` retried on fsspec's loop, within the deadline of this store's client."""
+        if self._deadline is None:
+            self._deadline = s3_deadline(await self.fs.set_session())
+        return await retrying_async(fn, self._deadline, f"{what} in {self.url}")
+
+    def _call_sync[T](self, what: str, fn: Callable[[], Awaitable[T]]) -> T:
+        """:meth:`_call` from a thread that is not fsspec's loop (the sync API)."""
+        from fsspec.asyn import sync
+
+        return sync(self.fs.loop, self._call, what, fn)  # type: ignore[no-any-return]
+
+    async def _call_async[T](self, what: str, fn: Callable[[], Awaitable[T]]) -> T:
+        """:meth:`_call` from any loop, with at most :attr:`CONCURRENCY` in flight (the
+        deadline starts once a call has its turn)."""
+        return await self._on_fs_loop(self._bounded(lambda: self._call(what, fn)))
 
     async def _bounded[T](self, fn: Callable[[], Awaitable[T]]) -> T:
         """``fn()`` with at most :attr:`CONCURRENCY` such calls in flight (runs on fsspec's
@@ -280,8 +292,14 @@ class FsspecObjectStore(ObjectStore):
     def exists(self, h: bytes) -> bool:
         key = self._key(h)
         try:
-            return bool(_retrying(lambda: self.fs.exists(key)))
+            if self._async:
+                return bool(
+                    self._call_sync(f"lookup of object {h.hex()}", lambda: self.fs._exists(key))
+                )
+            return bool(retrying(lambda: self.fs.exists(key)))
         except Exception as exc:
+            if isinstance(exc, ZarrlakeError):
+                raise
             raise StorageError(f"cannot reach {self.url}: {exc}") from exc
 
     def delete(self, h: bytes) -> None:
@@ -293,15 +311,17 @@ class FsspecObjectStore(ObjectStore):
         if not keys:
             return
         try:
-            if self._s3:
-                _retrying(lambda: self.fs.rm(keys))
+            if self._async:
+                self._call_sync(f"delete of {len(keys)} object(s)", lambda: self.fs._rm(keys))
                 return
             for key in keys:
                 with contextlib.suppress(FileNotFoundError):
-                    _retrying(lambda key=key: self.fs.rm_file(key))  # type: ignore[misc]
+                    retrying(lambda key=key: self.fs.rm_file(key))  # type: ignore[misc]
         except FileNotFoundError:
             pass  # every one of them was already gone
         except Exception as exc:
+            if isinstance(exc, ZarrlakeError):
+                raise
             raise StorageError(
                 f"cannot delete {len(keys)} object(s) from {self.url}: {exc}"
             ) from exc

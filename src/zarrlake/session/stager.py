@@ -29,7 +29,15 @@ class Stager:
 
     ``submit`` returns a future that resolves once the operation is durable in the catalog
     (visible to every process of the session); ``flush()`` waits for everything submitted so
-    far. A failed batch (for example, the session expired) fails every later submit and flush.
+    far, and raises the error of a batch that failed meanwhile.
+
+    A failed batch (the object store or the catalog unreachable, the session expired) is not
+    lost, and its error does not stick. With ``write_behind`` nobody waits for its futures,
+    so its operations stay queued, in order, ahead of everything submitted after them; the
+    stager then waits (it does not hammer a service that is down) until the next ``submit``
+    or ``flush()`` tries them again, and that ``flush()`` raises if they fail again. Once the
+    service is back, a flush (so a commit) succeeds. Without ``write_behind`` each writer
+    waits for its own future, so the batch's futures fail and its writers write again.
 
     ``objects.sync()`` blocks until every object this process has written is durable: a batch
     whose rows name objects calls it before recording them, so a staged row never names an
@@ -68,46 +76,56 @@ class Stager:
         self.pending: list[tuple[Op, Future[None]]] = []
         self.inflight = 0
         self.waiters = 0
-        self.error: BaseException | None = None
+        self.error: BaseException | None = None  # of the last failed batch
+        self.failures = 0  # batches failed so far
+        self.parked = False  # a write-behind batch failed: wait for a submit or flush to retry
         self.thread: threading.Thread | None = None
 
     def wait_room(self) -> None:
-        """Back-pressure: wait while the catalog is far behind the writers. Callers must not
-        hold a lock that completion callbacks take."""
+        """Back-pressure: wait while the catalog is far behind the writers; while the queue is
+        full of operations that failed, raise their error. Callers must not hold a lock that
+        completion callbacks take."""
         with self.cond:
-            while len(self.pending) >= self.MAX_PENDING and self.error is None:
+            while len(self.pending) >= self.MAX_PENDING:
+                if self.parked and self.error is not None:
+                    raise self.error
                 self.cond.wait(timeout=1.0)
 
     def submit(self, op: Op) -> Future[None]:
         fut: Future[None] = Future()
         with self.cond:
-            if self.error is not None:
-                raise self.error
             self.pending.append((op, fut))
-            if self.thread is None:
-                self.thread = threading.Thread(
-                    target=self._run, name="zarrlake-stager", daemon=True
-                )
-                self.thread.start()
-            self.cond.notify_all()
+            self._wake()
         return fut
 
     def flush(self) -> None:
-        """Wait until everything submitted so far is durable in the catalog."""
+        """Wait until everything submitted so far is durable in the catalog; raise the error
+        of a batch that fails meanwhile (operations that failed before are tried again)."""
         with self.cond:
+            failures = self.failures
             self.waiters += 1
-            self.cond.notify_all()
+            self._wake()
             try:
-                while self.pending or self.inflight:
+                while (self.pending or self.inflight) and self.failures == failures:
                     self.cond.wait(timeout=1.0)
             finally:
                 self.waiters -= 1
-            if self.error is not None:
+            if self.failures != failures and self.error is not None:
                 raise self.error
+
+    def _wake(self) -> None:
+        """Under ``cond``: have the queue written (again, after a failure)."""
+        self.parked = False
+        if self.thread is None and self.pending:
+            self.thread = threading.Thread(target=self._run, name="zarrlake-stager", daemon=True)
+            self.thread.start()
+        self.cond.notify_all()
 
     def _take(self) -> tuple[list[tuple[Op, Future[None]]], bool]:
         """The next batch, and whether staging it must write the open pack too."""
         with self.cond:
+            if self.parked:
+                return [], True
             if not self.pending:
                 self.cond.wait(timeout=1.0)
             deadline = time.monotonic() + self.LINGER
@@ -181,11 +199,11 @@ class Stager:
             batch, seal = self._take()
             if not batch:
                 idle += 1
-                if idle >= 5:
+                if idle >= 5 or self.parked:
                     with self.cond:
                         # decided under the lock that submit() takes, so an operation queued
                         # now either is seen here or starts a new thread
-                        if not self.pending:
+                        if not self.pending or self.parked:
                             self.thread = None
                             return
                     idle = 0
@@ -195,9 +213,15 @@ class Stager:
                 self._write([op for op, _ in batch], seal)
             except BaseException as exc:
                 with self.cond:
-                    self.error = self.error or exc
-                for _, fut in batch:
-                    fut.set_exception(exc)
+                    self.error = exc
+                    self.failures += 1
+                    if self.write_behind:
+                        # nobody waits for these futures: keep the operations for another try
+                        self.pending[:0] = batch
+                        self.parked = True
+                if not self.write_behind:
+                    for _, fut in batch:
+                        fut.set_exception(exc)
             else:
                 for _, fut in batch:
                     fut.set_result(None)
