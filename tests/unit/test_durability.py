@@ -209,8 +209,8 @@ class FailingObjects(RecordingObjects):
 
 
 class KeyedCatalog(RecordingCatalog):
-    def stage(self, session_id: str, rows: list[StagedRow], drops: list[str], **_: Any) -> None:
-        self.events.append("stage " + ",".join(r.key for r in rows))
+    def stage(self, session_id: str, rows: list[StagedEntry], drops: list[str], **_: Any) -> None:
+        self.events.append("stage " + ",".join(str(r.coords[0]) for r in rows))
 
 
 def test_a_write_behind_batch_that_failed_is_staged_by_the_next_flush() -> None:
@@ -221,10 +221,10 @@ def test_a_write_behind_batch_that_failed_is_staged_by_the_next_flush() -> None:
     objects = FailingObjects(events)
     stager = Stager(KeyedCatalog(events), "s", objects, write_behind=True)  # type: ignore[arg-type]
     objects.down = True
-    first = stager.submit(_packed_row("0", b"p" * 32))
+    first = stager.submit(_packed_row(0, b"p" * 32))
     with pytest.raises(StorageError, match="outage"):
         stager.flush()
-    later = stager.submit(_packed_row("1", b"p" * 32))
+    later = stager.submit(_packed_row(1, b"p" * 32))
     with pytest.raises(StorageError, match="outage"):
         stager.flush()  # still down: tried again, failed again
     objects.down = False
@@ -242,8 +242,8 @@ def test_a_joined_sessions_writer_sees_its_batch_fail_and_the_next_write_goes_th
     stager = Stager(RecordingCatalog(events), "s", objects)  # type: ignore[arg-type]
     objects.down = True
     with pytest.raises(StorageError, match="outage"):
-        stager.submit(_packed_row("0", b"p" * 32)).result(timeout=10)
+        stager.submit(_packed_row(0, b"p" * 32)).result(timeout=10)
     objects.down = False
-    stager.submit(_packed_row("0", b"p" * 32)).result(timeout=10)
+    stager.submit(_packed_row(0, b"p" * 32)).result(timeout=10)
     stager.flush()
     assert events[-2:] == ["durable", "stage chunk"]
