@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import socket
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -274,3 +277,23 @@ def test_an_unreachable_s3_endpoint_is_refused_before_the_catalog_records_anythi
     assert "very-secret" not in str(err.value)
     with pytest.raises(zarrlake.NotFoundError):
         zarrlake.Repo.open(catalog=url, name="r")
+
+
+def test_an_unreachable_postgresql_server_is_one_clear_line(tmp_path: Path) -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"postgresql+psycopg://postgres@127.0.0.1:{port}/test"
+    with pytest.raises(zarrlake.CatalogError) as caught:
+        zarrlake.Repo.open(catalog=url)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert f"port {port} failed" in message
+    p = subprocess.run(
+        [sys.executable, "-m", "zarrlake.cli", "log", "--catalog", url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert p.returncode == 4
+    assert len(p.stderr.strip().splitlines()) == 1
