@@ -1,5 +1,5 @@
 """``safe_url``, the one redaction of catalog and storage URLs: every form a credential takes
-in a URL, and every output that shows one."""
+in a URL, and every output that shows one (reprs, the dashboard's overview)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ import zarrlake
 from tests.conftest import unique
 from zarrlake import display
 from zarrlake.types import redact_urls, safe_url, url_secrets
+from zarrlake.ui.dashboard.context import Context
+from zarrlake.ui.dashboard.overview import OverviewView
 
 FORMS = [
     # user:password@, as SQLAlchemy writes it
@@ -89,7 +91,7 @@ def test_never_raises(text: str) -> None:
     assert isinstance(redact_urls(text), str)
 
 
-def test_reprs_mask_a_storage_token(
+def test_reprs_and_the_dashboard_mask_a_storage_token(
     make_repo: Callable[..., zarrlake.Repo], s3_options: dict[str, object]
 ) -> None:
     name = unique("tok")
@@ -100,6 +102,7 @@ def test_reprs_mask_a_storage_token(
     zarr.open_group(s.store, mode="w").create_array("a", shape=(4,), chunks=(2,), dtype="i1")[:] = 1
     s.commit("one")
     assert repo.storage.endswith("?token=hunter2")  # as the catalog records it
-    for shown in (display.repo_html(repo), display.repo_text(repo)):
+    header = OverviewView(Context(repo)).header.object
+    for shown in (display.repo_html(repo), display.repo_text(repo), header):
         assert "hunter2" not in shown
         assert f"s3://lake/{name}?token=***" in shown
