@@ -36,7 +36,11 @@ class Writes:
         """Raise unless writes are allowed and ``given`` is the token."""
         if not self.allowed:
             raise ReadOnlyError("this dashboard is read-only (start it with --allow-writes)")
-        if not isinstance(given, str) or not hmac.compare_digest(given.strip(), self._token):
+        # as UTF-8 bytes: compare_digest refuses str that is not ASCII with a TypeError
+        if not isinstance(given, str) or not hmac.compare_digest(
+            given.strip().encode("utf-8", "surrogatepass"),
+            self._token.encode("utf-8", "surrogatepass"),
+        ):
             raise ReadOnlyError("refused: the write token is missing or wrong")
 
     def token_input(self) -> pn.widgets.PasswordInput:
