@@ -227,7 +227,7 @@ class Repo:
     def __repr__(self) -> str:
         return (
             f"<zarrlake.Repo {self.name!r} catalog={safe_url(self.config.catalog)} "
-            f"storage={self.storage}>"
+            f"storage={safe_url(self.storage)}>"
         )
 
     def _repr_html_(self) -> str:

@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from zarrlake.display.urls import MASK, redact_urls, safe_url, url_secrets
 from zarrlake.errors import InvalidInputError, InvalidKeyError, InvalidNameError
 
 __all__ = [
+    "MASK",
     "MAX_NAME_LENGTH",
     "ChunkCoords",
     "CommitInfo",
@@ -23,8 +25,10 @@ __all__ = [
     "from_epoch",
     "new_commit_id",
     "new_session_id",
+    "redact_urls",
     "safe_url",
     "to_timestamp",
+    "url_secrets",
     "validate_key",
     "validate_metadata",
     "validate_name",
@@ -213,24 +217,6 @@ class RefLogEntry:
     author: str
     at: datetime
     message: str
-
-
-_SECRET_PARAMS = ("password", "passwd", "secret", "token", "key", "sslkey", "sslpassword")
-
-
-def safe_url(url: str) -> str:
-    """A database URL fit to print: no password, and no secret in its query parameters."""
-    import sqlalchemy as sa
-
-    try:
-        parsed = sa.make_url(url)
-    except sa.exc.ArgumentError:
-        return "<unparseable catalog URL>"
-    query = {
-        k: ("***" if any(s in k.lower() for s in _SECRET_PARAMS) else v)
-        for k, v in parsed.query.items()
-    }
-    return parsed.set(query=query).render_as_string(hide_password=True)
 
 
 _SECRET_WORDS = ("password", "passwd", "secret", "token", "key", "credential", "session")

@@ -26,7 +26,7 @@ __all__ = [
     "parse_when",
     "redact",
     "remember_secret",
-    "remember_url_password",
+    "remember_url_secrets",
 ]
 
 DEFAULT_LAKE = "my-lake"
@@ -47,12 +47,13 @@ def remember_secret(value: str) -> None:
 
 
 def redact(text: str) -> str:
-    """``text`` with every registered secret and URL password replaced by ``***``."""
-    from zarrlake.display import redact_url
+    """``text`` with every registered secret replaced by ``***``, and every URL in it made
+    fit to print (:func:`zarrlake.types.redact_urls`)."""
+    from zarrlake.types import MASK, redact_urls
 
     for secret in sorted(_SECRETS, key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return redact_url(text)
+        text = text.replace(secret, MASK)
+    return redact_urls(text)
 
 
 def _set_path(target: dict[str, Any], dotted: str, value: Any) -> None:
@@ -120,16 +121,18 @@ def open_repo(args: argparse.Namespace) -> zarrlake.Repo:
 
     options = parse_options(getattr(args, "storage_options", None))
     if args.catalog:
-        remember_url_password(args.catalog)
+        remember_url_secrets(args.catalog)
         return zarrlake.Repo.open(catalog=args.catalog, name=args.name, storage_options=options)
     return zarrlake.Repo.open(args.path, storage_options=options)
 
 
-def remember_url_password(url: str) -> None:
-    """Register the password of a ``scheme://user:password@host`` URL as a secret."""
-    m = re.match(r"^[A-Za-z][A-Za-z0-9+.\-]*://[^:@/]*:([^@/]*)@", url)
-    if m:
-        remember_secret(m.group(1))
+def remember_url_secrets(url: str) -> None:
+    """Register the credentials of a URL (what ``safe_url`` masks in it) as secrets, so they
+    are blanked wherever they appear, in a URL or not."""
+    from zarrlake.types import url_secrets
+
+    for secret in url_secrets(url):
+        remember_secret(secret)
 
 
 # -- operands: LAKE first unless --catalog --------------------------------------------------

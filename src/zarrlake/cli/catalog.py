@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from zarrlake.cli._common import add_repo_args, remember_url_password
+from zarrlake.cli._common import add_repo_args, remember_url_secrets
 from zarrlake.cli._output import emit_json
 
 __all__ = ["register"]
@@ -14,7 +14,7 @@ def _cmd_upgrade(args: argparse.Namespace) -> int:
     import zarrlake
 
     if args.catalog:
-        remember_url_password(args.catalog)
+        remember_url_secrets(args.catalog)
         done = zarrlake.upgrade_catalog(catalog=args.catalog)
     else:
         done = zarrlake.upgrade_catalog(args.path)

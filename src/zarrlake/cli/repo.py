@@ -8,8 +8,7 @@ from zarrlake.cli._common import (
     add_lake_args,
     open_repo,
     parse_options,
-    redact,
-    remember_url_password,
+    remember_url_secrets,
 )
 from zarrlake.cli._output import emit_json, print_table, session_json, stdout_is_tty
 
@@ -18,12 +17,13 @@ __all__ = ["register"]
 
 def _cmd_init(args: argparse.Namespace) -> int:
     import zarrlake
+    from zarrlake.types import safe_url
 
     options = parse_options(args.storage_options)
     if args.catalog:
-        remember_url_password(args.catalog)
+        remember_url_secrets(args.catalog)
         if args.storage:
-            remember_url_password(args.storage)
+            remember_url_secrets(args.storage)
         repo = zarrlake.Repo.create(
             catalog=args.catalog,
             storage=args.storage,
@@ -31,7 +31,7 @@ def _cmd_init(args: argparse.Namespace) -> int:
             storage_options=options,
             author=args.author,
         )
-        catalog = redact(args.catalog)
+        catalog = safe_url(args.catalog)
     else:
         if args.storage:
             args.subparser.error(
@@ -39,10 +39,11 @@ def _cmd_init(args: argparse.Namespace) -> int:
             )
         repo = zarrlake.Repo.create(args.path, storage_options=options, author=args.author)
         catalog = f"sqlite:///{args.path}/catalog.db"
+    storage = safe_url(repo.storage)
     if args.json:
-        emit_json({"name": repo.name, "catalog": catalog, "storage": redact(repo.storage)})
+        emit_json({"name": repo.name, "catalog": catalog, "storage": storage})
     else:
-        print(f"created repo {repo.name!r} (catalog {catalog}, storage {redact(repo.storage)})")
+        print(f"created repo {repo.name!r} (catalog {catalog}, storage {storage})")
     return 0
 
 

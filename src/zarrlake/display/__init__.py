@@ -1,12 +1,13 @@
 """HTML and text reprs of zarrlake's public objects, for notebooks, widgets and the terminal.
 
 A leaf: nothing here imports zarrlake at runtime (the objects are read by duck typing, see
-``_protocols``), so the engine, the widgets and the command line may all call it. The HTML
+``_protocols``), so the engine, the widgets and the command line may all call it; ``urls``
+is the one redaction of catalog and storage URLs that every output uses. The HTML
 follows xarray's repr: collapsible sections without JavaScript, colours from Jupyter's theme
 variables, every user string escaped.
 """
 
-from zarrlake.display._base import redact_url
+from zarrlake.display._base import esc
 from zarrlake.display.commits import commit_html, commit_text, log_table_html, repo_html, repo_text
 from zarrlake.display.conflicts import (
     conflict_error_html,
@@ -44,9 +45,9 @@ __all__ = [
     "conflict_text",
     "diff_html",
     "diff_text",
+    "esc",
     "expiry_text",
     "log_table_html",
-    "redact_url",
     "repo_html",
     "repo_text",
     "report_fields",

@@ -9,7 +9,6 @@ JupyterLab's ``--jp-*`` theme variables so both light and dark themes read.
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
@@ -20,7 +19,6 @@ __all__ = [
     "esc",
     "fmt_time",
     "fmt_value",
-    "redact_url",
     "relative",
     "section",
     "short",
@@ -131,14 +129,6 @@ def relative(seconds: float) -> str:
     if m:
         return f"{m} min {s} s"
     return f"{s} s"
-
-
-_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<user>[^:@/]*):(?P<pw>[^@/]*)@")
-
-
-def redact_url(url: str) -> str:
-    """A URL with its password replaced by ``***`` (``postgresql://u:***@host/db``)."""
-    return _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:***@", url)
 
 
 def table(head: Sequence[str], rows: Iterable[Sequence[str]], *, raw: bool = False) -> str:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from zarrlake.display._base import esc, fmt_time, fmt_value, section, short, table, wrap
+from zarrlake.display.urls import safe_url
 
 if TYPE_CHECKING:
     from zarrlake.display._protocols import CommitLike, RepoLike
@@ -102,7 +103,7 @@ def _view(repo: RepoLike) -> _RepoView:
     recent = list(repo.log(default, limit=RECENT)) if default is not None else []
     return _RepoView(
         repo.name,
-        repo.storage,
+        safe_url(repo.storage),  # a storage URL may carry a credential
         branches,
         tags,
         _heads(repo, branches),

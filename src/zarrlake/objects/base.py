@@ -39,7 +39,7 @@ def object_key(h: bytes) -> str:
 class ObjectStore(ABC):
     """Where chunk bytes live."""
 
-    url: str
+    url: str  # the store's address as messages show it (never a credential)
     verify: bool
 
     def __init__(self) -> None:

@@ -26,6 +26,7 @@ from typing import Any
 from zarrlake.errors import ObjectMissingError, StorageError, ZarrlakeError
 from zarrlake.objects.base import ObjectInfo, ObjectStore, object_key, verified_cache
 from zarrlake.objects.retries import Deadline, retrying, retrying_async, s3_deadline
+from zarrlake.types import redact_urls, safe_url
 
 __all__ = ["FsspecObjectStore"]
 
@@ -94,16 +95,18 @@ class FsspecObjectStore(ObjectStore):
         import fsspec
 
         super().__init__()
-        self.url = url.rstrip("/")
+        raw = url.rstrip("/")
+        self.url = safe_url(raw)  # what messages show: a credential in the URL masked
         self.verify = verify
         self.storage_options = dict(storage_options or {})
         try:
             self.fs, self.prefix = fsspec.core.url_to_fs(
-                self.url, **_fs_options(self.url, self.storage_options)
+                raw, **_fs_options(raw, self.storage_options)
             )
         except (ImportError, ValueError) as exc:
             raise StorageError(
-                f"cannot open object storage {url!r}: {exc} (for s3:// install 'zarrlake[s3]')"
+                f"cannot open object storage {self.url!r}: {redact_urls(str(exc))} "
+                "(for s3:// install 'zarrlake[s3]')"
             ) from exc
         self.prefix = self.prefix.rstrip("/")
         protocols = self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)

@@ -19,11 +19,12 @@ from tests.integration.cli.conftest import run
 PASSWORD = "pw-Zq7-SECRET"
 SECRET = "sEcReT-VALUE-9x"
 KEY_ID = "AKIDSECRETKEY1"
+TOKEN = "tOkEn-VALUE-4q"
 
 
 def _clean(*procs: subprocess.CompletedProcess[str]) -> None:
     for p in procs:
-        for value in (PASSWORD, SECRET, KEY_ID):
+        for value in (PASSWORD, SECRET, KEY_ID, TOKEN):
             assert value not in p.stdout, (p.args, value)
             assert value not in p.stderr, (p.args, value)
 
@@ -52,6 +53,66 @@ def test_a_catalog_password_is_never_printed(tmp_path: Path) -> None:
     )
     assert unreachable.returncode == 4
     _clean(init, listed, missing, missing_json, unreachable)
+
+
+@pytest.mark.postgres
+def test_a_password_in_the_query_is_never_printed(tmp_path: Path) -> None:
+    _need_postgres()
+    url_text = make_url(PG_URL).update_query_dict({"password": PASSWORD}).render_as_string()
+    assert url_text.endswith(f"?password={PASSWORD}")
+    shown = url_text.replace(PASSWORD, "***")
+    name = unique("qsecret")
+    loc = ["--catalog", url_text, "--name", name]
+    init = run("init", *loc, "--storage", str(tmp_path / "objects"), "--json")
+    assert init.returncode == 0, init.stderr
+    assert json.loads(init.stdout)["catalog"] == shown
+    other = ["--catalog", url_text, "--name", unique("qsecret")]
+    init_text = run("init", *other, "--storage", str(tmp_path / "objects2"))
+    assert init_text.returncode == 0, init_text.stderr
+    assert f"(catalog {shown}, storage " in init_text.stdout
+    listed = run("log", *loc, "--json")
+    assert listed.returncode == 0
+    missing = run("show", *loc, "nope", "--json")
+    assert missing.returncode == 1
+    unreachable = run(
+        "log",
+        "--catalog",
+        f"postgresql+psycopg://postgres@127.0.0.1:1/test?password={PASSWORD}",
+        "--name",
+        "x",
+    )
+    assert unreachable.returncode == 4
+    _clean(init, init_text, listed, missing, unreachable)
+
+
+def test_a_token_in_the_storage_url_is_never_printed(catalog_url: str, s3_endpoint: str) -> None:
+    opts = [
+        "-o", f"endpoint_url={s3_endpoint}",
+        "-o", "key=testing",
+        "-o", "secret=testing",
+        "-o", "client_kwargs.region_name=us-east-1",
+    ]  # fmt: skip
+    name = unique("s3tok")
+    storage = f"s3://lake/{name}?token={TOKEN}"
+    init = run(
+        "init", "--catalog", catalog_url, "--name", name, "--storage", storage, *opts, "--json"
+    )
+    assert init.returncode == 0, init.stderr
+    assert json.loads(init.stdout)["storage"] == f"s3://lake/{name}?token=***"
+    other = unique("s3tok")
+    init_text = run(
+        "init",
+        "--catalog",
+        catalog_url,
+        "--name",
+        other,
+        "--storage",
+        f"s3://lake/{other}?token={TOKEN}",
+        *opts,
+    )
+    assert init_text.returncode == 0, init_text.stderr
+    assert f"storage s3://lake/{other}?token=***)" in init_text.stdout
+    _clean(init, init_text)
 
 
 def test_storage_option_secrets_are_never_printed(

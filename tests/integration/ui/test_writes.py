@@ -48,6 +48,19 @@ def test_create_branch_is_refused_without_the_token_and_done_with_it(
     p.screenshot("history-writes")
 
 
+def test_a_token_typed_with_other_characters_is_refused(
+    server: Server, demo_lake: zarrlake.Repo, page: Any
+) -> None:
+    v1 = demo_lake.resolve("v1.0")
+    p = HistoryPage(page, server.url).open(commit=v1)
+    wait_until(lambda: p.write_buttons() == 1)
+    _fill(page, "new ref name", "from-a-wrong-token")
+    _fill(page, "token printed by --allow-writes", "s3crèt-tøken")
+    page.get_by_role("button", name="Create branch here").click()
+    assert p.error() == "read_only: refused: the write token is missing or wrong"
+    assert "from-a-wrong-token" not in demo_lake.branches()
+
+
 def test_merge_with_a_solver_needs_the_token(
     server: Server, demo_lake: zarrlake.Repo, page: Any
 ) -> None:

@@ -96,6 +96,12 @@ def test_slice_text_round_trips_and_rejects_garbage() -> None:
         parse_slice("time=x")
 
 
+def test_slice_text_holds_any_dim_name() -> None:
+    sel = {"a=b,c%": 3, "time": 1, "é x": 2}
+    assert format_slice(sel) == "a%3Db%2Cc%25=3,time=1,é x=2"
+    assert parse_slice(format_slice(sel)) == sel
+
+
 def test_writes_need_allow_writes_and_the_exact_token() -> None:
     with pytest.raises(zarrlake.ReadOnlyError, match="read-only"):
         Writes().check("anything")
@@ -107,6 +113,27 @@ def test_writes_need_allow_writes_and_the_exact_token() -> None:
     w.check("tok")
     with pytest.raises(zarrlake.InvalidInputError):
         Writes(True, None)
+
+
+@pytest.mark.parametrize(
+    "given", ["tøk", "tok\u0301", "\u30c8\u30fc\u30af\u30f3", "\ud800", "tok\x00"]
+)
+def test_a_token_that_is_not_ascii_is_refused_like_any_wrong_one(given: str) -> None:
+    with pytest.raises(zarrlake.ReadOnlyError, match="refused"):
+        Writes(True, "tok").check(given)
+    Writes(True, "tøk-✓").check("tøk-✓")  # and a token that is not ASCII works
+
+
+def test_a_non_ascii_token_changes_nothing_in_the_lake(repo: zarrlake.Repo) -> None:
+    from zarrlake.ui.dashboard import actions
+
+    head = repo.resolve("main")
+    with pytest.raises(zarrlake.ReadOnlyError, match="refused"):
+        actions.create_branch(repo, Writes(True, "tok"), "tøk", "from-dashboard", head)
+    with pytest.raises(zarrlake.ReadOnlyError, match="refused"):
+        actions.merge(repo, Writes(True, "tok"), "ünïcode", "main", "main", "ours")
+    assert list(repo.branches()) == ["main"]
+    assert repo.resolve("main") == head
 
 
 def test_write_actions_check_the_token_before_touching_the_lake(tmp_path: Path) -> None:

@@ -114,7 +114,7 @@ def test_dashboard_on_a_missing_lake_shows_a_message(tmp_path: Path) -> None:
     d = Dashboard(lambda: zarrlake.Repo.open(tmp_path / "nothing"))
     d.load()
     assert isinstance(d.error, zarrlake.NotFoundError)
-    assert d.body.objects[0].object.startswith("not_found")
+    assert d.body.objects[0].object.startswith("<div>not_found: ")
 
 
 def test_dashboard_builds_each_page_on_demand(demo_lake: zarrlake.Repo) -> None:

@@ -11,7 +11,8 @@ import param
 from panel.viewable import Viewer
 
 from zarrlake import Repo
-from zarrlake.ui.dashboard.common import Writes, error_alert
+from zarrlake.ui.dashboard.common import Writes
+from zarrlake.ui.dashboard.markup import error_alert
 
 __all__ = ["PAGES", "Dashboard"]
 

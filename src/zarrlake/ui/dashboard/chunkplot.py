@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import html
 import json
 
 import holoviews as hv  # type: ignore[import-untyped]
@@ -11,6 +10,7 @@ import numpy as np
 import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
 from zarrlake.ui.dashboard.chunkmap import STATUS, ChunkMap
+from zarrlake.ui.dashboard.markup import esc, html
 from zarrlake.ui.dashboard.reader import ArrayInfo, coord_label
 
 __all__ = ["COLORS", "chunkmap_plot", "chunkmap_state_html"]
@@ -141,5 +141,5 @@ def chunkmap_state_html(m: ChunkMap, info: ArrayInfo) -> str:
         **{f"data-{k}": json.dumps([list(c) for c in v]) for k, v in m.listed.items()},
         **{f"data-n-{k}": str(v) for k, v in sc.items()},
     }
-    a = " ".join(f'{k}="{html.escape(v, quote=True)}"' for k, v in attrs.items())
-    return f'<div class="zl-chunkmap-state" {a}>{html.escape(text)}</div>'
+    a = " ".join(f'{k}="{esc(v)}"' for k, v in attrs.items())
+    return f'<div class="zl-chunkmap-state" {a}>' + html("{}</div>", text)

@@ -1,5 +1,6 @@
 # mypy: disallow-untyped-calls=False
-"""Small helpers every page shares: error messages, short ids, times, the write guard."""
+"""Small helpers every page shares: short ids, times, the write guard (text and errors are
+shown through ``markup``)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from typing import Any
 
 import panel as pn
 
-from zarrlake import InvalidInputError, ReadOnlyError, ZarrlakeError
+from zarrlake import InvalidInputError, ReadOnlyError
 
-__all__ = ["Writes", "error_alert", "error_text", "fmt_time", "short"]
+__all__ = ["Writes", "fmt_time", "short"]
 
 
 def short(commit: str | None) -> str:
@@ -20,17 +21,6 @@ def short(commit: str | None) -> str:
 
 def fmt_time(t: datetime) -> str:
     return t.strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def error_text(exc: BaseException) -> str:
-    """One clear line for a page: our errors by kind, anything else by type, never a trace."""
-    if isinstance(exc, ZarrlakeError):
-        return f"{exc.kind}: {exc}"
-    return f"unexpected {type(exc).__name__}: {exc}"
-
-
-def error_alert(exc: BaseException) -> pn.pane.Alert:
-    return pn.pane.Alert(error_text(exc), alert_type="danger", css_classes=["zl-error"])
 
 
 class Writes:
@@ -46,7 +36,11 @@ class Writes:
         """Raise unless writes are allowed and ``given`` is the token."""
         if not self.allowed:
             raise ReadOnlyError("this dashboard is read-only (start it with --allow-writes)")
-        if not isinstance(given, str) or not hmac.compare_digest(given.strip(), self._token):
+        # as UTF-8 bytes: compare_digest refuses str that is not ASCII with a TypeError
+        if not isinstance(given, str) or not hmac.compare_digest(
+            given.strip().encode("utf-8", "surrogatepass"),
+            self._token.encode("utf-8", "surrogatepass"),
+        ):
             raise ReadOnlyError("refused: the write token is missing or wrong")
 
     def token_input(self) -> pn.widgets.PasswordInput:

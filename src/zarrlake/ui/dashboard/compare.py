@@ -16,8 +16,9 @@ from panel.viewable import Viewer
 from zarrlake import Diff, NodeDiff
 from zarrlake.ui.dashboard.chunkmap import ChunkMap, chunk_map
 from zarrlake.ui.dashboard.chunkplot import chunkmap_plot, chunkmap_state_html
-from zarrlake.ui.dashboard.common import error_alert, short
+from zarrlake.ui.dashboard.common import short
 from zarrlake.ui.dashboard.context import Context
+from zarrlake.ui.dashboard.markup import error_alert, html, html_pane
 from zarrlake.ui.dashboard.reader import ArrayInfo
 from zarrlake.ui.dashboard.slices import format_slice, parse_slice, read_slice, selection
 
@@ -74,7 +75,7 @@ class CompareView(Viewer):
             w.link(self, value=p, bidirectional=True)
         self.sliders = pn.Row()
         self.message = pn.Column()
-        self.summary = pn.pane.Markdown("", css_classes=["zl-diff-summary"])
+        self.summary = html_pane("", css_classes=["zl-diff-summary"])
         self.nodes = pn.widgets.Tabulator(
             pd.DataFrame(),
             disabled=True,
@@ -138,10 +139,16 @@ class CompareView(Viewer):
         self.message.objects = []
         d = self.diff
         s = d.summary()
-        self.summary.object = (
-            f"**{short(d.before)} → {short(d.after) or 'staged'}**: {s.nodes_added} added, "
-            f"{s.nodes_removed} removed, {s.nodes_modified} modified; chunks "
-            f"+{s.chunks_added} ~{s.chunks_changed} -{s.chunks_removed}"
+        self.summary.object = html(
+            "<p><b>{} → {}</b>: {} added, {} removed, {} modified; chunks +{} ~{} -{}</p>",
+            short(d.before),
+            short(d.after) or "staged",
+            s.nodes_added,
+            s.nodes_removed,
+            s.nodes_modified,
+            s.chunks_added,
+            s.chunks_changed,
+            s.chunks_removed,
         )
         self.nodes.value = pd.DataFrame(
             [

@@ -12,8 +12,8 @@ import param
 import xarray as xr
 from panel.viewable import Viewer
 
-from zarrlake.ui.dashboard.common import error_alert
 from zarrlake.ui.dashboard.context import Context
+from zarrlake.ui.dashboard.markup import error_alert, html, html_pane
 from zarrlake.ui.dashboard.reader import ArrayInfo
 from zarrlake.ui.dashboard.slices import MAX_VALUES, format_slice, parse_slice
 
@@ -45,7 +45,7 @@ class DataView(Viewer):
         self.sliders = pn.Row()
         self.plot = pn.pane.HoloViews(sizing_mode="stretch_width", css_classes=["zl-data-plot"])
         self.message = pn.Column()
-        self.caption = pn.pane.Markdown("", css_classes=["zl-data-caption"])
+        self.caption = html_pane("", css_classes=["zl-data-caption"])
         self._on_ref()
 
     @param.depends("ref", watch=True)
@@ -137,7 +137,12 @@ class DataView(Viewer):
     def figure(self) -> Any:
         da = self.data_slice()
         at = ", ".join(f"{s.label}={s.value}" for s in self.sliders.objects)
-        self.caption.object = f"`{self.array}` at `{self.ref}`" + (f", {at}" if at else "")
+        self.caption.object = html(
+            "<p><code>{}</code> at <code>{}</code>{}</p>",
+            self.array,
+            self.ref,
+            f", {at}" if at else "",
+        )
         if da.ndim == 2:
             return da.hvplot.image(
                 x=da.dims[1], y=da.dims[0], cmap="viridis", responsive=True, height=460

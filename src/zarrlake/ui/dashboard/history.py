@@ -4,6 +4,7 @@ and, with writes allowed, a branch, tag or revert at the chosen commit."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import holoviews as hv  # type: ignore[import-untyped]
@@ -14,9 +15,10 @@ from panel.viewable import Viewer
 
 import zarrlake.ui.dashboard.actions as actions
 from zarrlake import CommitInfo
-from zarrlake.ui.dashboard.common import error_alert, fmt_time, short
+from zarrlake.ui.dashboard.common import fmt_time, short
 from zarrlake.ui.dashboard.context import Context
 from zarrlake.ui.dashboard.graph import Graph
+from zarrlake.ui.dashboard.markup import alert, error_alert, html, html_pane
 
 __all__ = ["HistoryView", "graph_plot"]
 
@@ -76,6 +78,11 @@ def graph_plot(g: Graph, shown: list[str]) -> hv.Overlay:
             show_legend=False,
         )
     )
+
+
+def _value(v: Any) -> str:
+    """A metadata value as written: a string as itself, anything else as JSON."""
+    return v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, sort_keys=True)
 
 
 class HistoryView(Viewer):
@@ -190,28 +197,43 @@ class HistoryView(Viewer):
         self.details.objects = [self._describe(info), *self._actions(info)]
 
     def _describe(self, info: CommitInfo) -> pn.viewable.Viewable:
-        parents = ", ".join(f"`{short(p)}`" for p in info.parents) or "(none)"
-        meta = "".join(f"\n- `{k}`: {v!r}" for k, v in info.metadata.items()) or " (none)"
-        md = (
-            f"### Commit `{info.id}`\n\n**{info.message}**\n\n"
-            f"author **{info.author}**, {fmt_time(info.created_at)}  \nparents {parents}  \n"
-            f"metadata:{meta}"
+        parents = ", ".join(html("<code>{}</code>", short(p)) for p in info.parents) or "(none)"
+        meta = "".join(
+            html('<li><code>{}</code>: <span class="zl-text">{}</span></li>', k, _value(v))
+            for k, v in info.metadata.items()
         )
-        parts: list[Any] = [pn.pane.Markdown(md)]
+        md = (
+            html("<h3>Commit <code>{}</code></h3>", info.id)
+            + html('<p class="zl-text zl-message"><b>{}</b></p>', info.message)
+            + html("<p>author <b>{}</b>, {}<br>parents ", info.author, fmt_time(info.created_at))
+            + parents
+            + (
+                "</p><p>metadata:</p><ul>" + meta + "</ul>"
+                if meta
+                else "</p><p>metadata: (none)</p>"
+            )
+        )
+        parts: list[Any] = [html_pane(md, sizing_mode="stretch_width")]
         if info.parent:
             d = self.ctx.repo.diff(info.parent, info.id)
             s = d.summary()
             parts.append(
-                pn.pane.Markdown(
-                    f"**Changes** against first parent: {s.nodes_added} added, "
-                    f"{s.nodes_removed} removed, {s.nodes_modified} modified; chunks "
-                    f"+{s.chunks_added} ~{s.chunks_changed} -{s.chunks_removed}",
+                html_pane(
+                    html(
+                        "<p><b>Changes</b> against first parent: {} added, {} removed, {} "
+                        "modified; chunks +{} ~{} -{}</p>",
+                        s.nodes_added,
+                        s.nodes_removed,
+                        s.nodes_modified,
+                        s.chunks_added,
+                        s.chunks_changed,
+                        s.chunks_removed,
+                    ),
                     css_classes=["zl-change-summary"],
                 )
             )
-            parts.append(
-                pn.pane.Markdown("\n".join(f"- `{n.describe()}`" for n in d) or "- nothing")
-            )
+            items = "".join(html("<li><code>{}</code></li>", n.describe()) for n in d)
+            parts.append(html_pane(f"<ul>{items or '<li>nothing</li>'}</ul>"))
         return pn.Column(*parts, sizing_mode="stretch_width")
 
     def _actions(self, info: CommitInfo) -> list[Any]:
@@ -259,7 +281,7 @@ class HistoryView(Viewer):
                 self.ctx.graph(refresh=True)
                 self.w_branch.options = [ALL, *self.ctx.refs()]
                 self._refresh()  # the graph and table show the new ref or commit
-                self.result.objects = [pn.pane.Alert(msg, alert_type="success")]
+                self.result.objects = [alert(msg, "success")]
             except Exception as exc:
                 self.result.objects = [error_alert(exc)]
 

@@ -12,8 +12,9 @@ import param
 from panel.viewable import Viewer
 
 import zarrlake.ui.dashboard.actions as actions
-from zarrlake.ui.dashboard.common import error_alert, short
+from zarrlake.ui.dashboard.common import short
 from zarrlake.ui.dashboard.context import Context
+from zarrlake.ui.dashboard.markup import alert, error_alert, html, html_pane
 from zarrlake.ui.dashboard.preview import MergePreview, preview_merge
 
 __all__ = ["MergeView"]
@@ -42,7 +43,7 @@ class MergeView(Viewer):
             w.value = getattr(self, p)
             w.link(self, value=p, bidirectional=True)
         self.preview: MergePreview | None = None
-        self.outcome = pn.pane.Markdown("", css_classes=["zl-merge-outcome"])
+        self.outcome = html_pane("", css_classes=["zl-merge-outcome"])
         self.conflicts = pn.widgets.Tabulator(
             pd.DataFrame(),
             disabled=True,
@@ -50,7 +51,7 @@ class MergeView(Viewer):
             sizing_mode="stretch_width",
             css_classes=["zl-conflicts"],
         )
-        self.sides = pn.pane.Markdown("", sizing_mode="stretch_width")
+        self.sides = html_pane("", sizing_mode="stretch_width")
         self.message = pn.Column()
         self.result = pn.Column()
         self._compute()
@@ -68,19 +69,31 @@ class MergeView(Viewer):
             self.conflicts.value = pd.DataFrame()
             return
         self.message.objects = []
+        source, into = self.source, self.into
         text = {
-            "up to date": f"`{self.into}` already contains `{self.source}`: nothing to merge.",
-            "fast-forward": f"`{self.into}` would fast-forward to `{self.source}`.",
+            "up to date": html(
+                "<code>{}</code> already contains <code>{}</code>: nothing to merge.", into, source
+            ),
+            "fast-forward": html(
+                "<code>{}</code> would fast-forward to <code>{}</code>.", into, source
+            ),
             "unrelated": "The two share no history: a merge is refused.",
-            "merge": f"A three-way merge against their common ancestor `{short(p.base)}`: "
+            "merge": html(
+                "A three-way merge against their common ancestor <code>{}</code>: ", short(p.base)
+            )
             + (
-                f"**{len(p.conflicts)} conflict(s)**; merge with solver `ours` (keep "
-                f"`{self.into}`) or `theirs` (take `{self.source}`)."
+                html(
+                    "<b>{} conflict(s)</b>; merge with solver <code>ours</code> (keep "
+                    "<code>{}</code>) or <code>theirs</code> (take <code>{}</code>).",
+                    len(p.conflicts),
+                    into,
+                    source,
+                )
                 if p.conflicts
-                else "**no conflicts**, it would merge cleanly."
+                else "<b>no conflicts</b>, it would merge cleanly."
             ),
         }[p.outcome]
-        self.outcome.object = f"### {self.source} → {self.into}\n\n{text}"
+        self.outcome.object = html("<h3>{} → {}</h3>", source, into) + f"<p>{text}</p>"
         self.conflicts.value = pd.DataFrame(
             [
                 {
@@ -93,17 +106,15 @@ class MergeView(Viewer):
             ],
             columns=["kind", "path", "chunk", "detail"],
         )
-        lines = []
-        for label, d in (
-            (f"changed on {self.into}", p.ours),
-            (f"changed on {self.source}", p.theirs),
-        ):
+        parts = []
+        for side, d in ((into, p.ours), (source, p.theirs)):
             if d is not None:
-                lines.append(
-                    f"**{label}** since the ancestor:\n"
-                    + "\n".join(f"- `{n.describe()}`" for n in d)
+                items = "".join(html("<li><code>{}</code></li>", n.describe()) for n in d)
+                parts.append(
+                    html("<p><b>changed on {}</b> since the ancestor:</p>", side)
+                    + f"<ul>{items}</ul>"
                 )
-        self.sides.object = "\n\n".join(lines)
+        self.sides.object = "".join(parts)
 
     def _actions(self) -> list[Any]:
         if not self.ctx.writes.allowed:
@@ -123,9 +134,7 @@ class MergeView(Viewer):
                     str(solver.value),
                 )
                 self.result.objects = [
-                    pn.pane.Alert(
-                        f"merged: {self.into} is now at {short(out)}", alert_type="success"
-                    )
+                    alert(f"merged: {self.into} is now at {short(out)}", "success")
                 ]
                 self._compute()
             except Exception as exc:

@@ -10,8 +10,10 @@ import panel as pn
 import param
 from panel.viewable import Viewer
 
-from zarrlake.ui.dashboard.common import error_alert, fmt_time, short
+from zarrlake.types import safe_url
+from zarrlake.ui.dashboard.common import fmt_time, short
 from zarrlake.ui.dashboard.context import Context
+from zarrlake.ui.dashboard.markup import error_alert, html, html_pane
 
 __all__ = ["OverviewView"]
 
@@ -31,7 +33,7 @@ class OverviewView(Viewer):
             sizing_mode="stretch_width",
             css_classes=["zl-refs"],
         )
-        self.header = pn.pane.Markdown("", css_classes=["zl-overview-header"])
+        self.header = html_pane("", css_classes=["zl-overview-header"])
         self.stats = pn.Row(css_classes=["zl-stats"])
         self.message = pn.Column()
         self.refresh()
@@ -70,7 +72,11 @@ class OverviewView(Viewer):
                 if "main" in repo.branches()
                 else 0,
             }
-            self.header.object = f"## Repo `{repo.name}`\n\nStorage `{repo.storage}`"
+            self.header.object = html(
+                "<h2>Repo <code>{}</code></h2><p>Storage <code>{}</code></p>",
+                repo.name,
+                safe_url(repo.storage),
+            )
             self.stats.objects = [
                 pn.indicators.Number(name=k, value=v, font_size="28pt", title_size="11pt")
                 for k, v in self.counts.items()

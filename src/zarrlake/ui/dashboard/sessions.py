@@ -15,9 +15,10 @@ import param
 from panel.viewable import Viewer
 
 from zarrlake import SessionInfo
-from zarrlake.ui.dashboard.common import error_alert, fmt_time, short
+from zarrlake.ui.dashboard.common import fmt_time, short
 from zarrlake.ui.dashboard.context import Context
 from zarrlake.ui.dashboard.countdown import Countdown
+from zarrlake.ui.dashboard.markup import error_alert, html, html_pane
 
 __all__ = ["SessionsView"]
 
@@ -34,7 +35,7 @@ class SessionsView(Viewer):
         self._rows: dict[str, tuple[pn.Row, Countdown, pn.pane.HTML]] = {}
         self._staged: dict[str, str] = {}
         self.list = pn.Column(sizing_mode="stretch_width", css_classes=["zl-sessions"])
-        self.summary = pn.pane.Markdown("", css_classes=["zl-sessions-summary"])
+        self.summary = html_pane("", css_classes=["zl-sessions-summary"])
         self.message = pn.Column()
         self._callback: Any = None
         self.refresh()
@@ -54,14 +55,14 @@ class SessionsView(Viewer):
 
     def _row(self, info: SessionInfo) -> tuple[pn.Row, Countdown, pn.pane.HTML]:
         cd = Countdown(expires_at=info.expires_at.timestamp(), status=self._status(info), width=190)
-        flag = pn.pane.HTML(self._flag(info), width=80)
+        flag = html_pane(self._flag(info), width=80)
         cells = [
-            pn.pane.HTML(f"<code>{info.id}</code>", width=215),
-            pn.pane.HTML(f"<b>{info.branch}</b>", width=100),
-            pn.pane.HTML(info.author, width=70),
-            pn.pane.HTML(f"<code>{short(info.base_commit)}</code>", width=110),
-            pn.pane.HTML(self.staged(info.id), width=240),
-            pn.pane.HTML(fmt_time(info.created_at), width=190),
+            html_pane(html("<code>{}</code>", info.id), width=215),
+            html_pane(html("<b>{}</b>", info.branch), width=100),
+            html_pane(html('<span class="zl-text">{}</span>', info.author), width=70),
+            html_pane(html("<code>{}</code>", short(info.base_commit)), width=110),
+            html_pane(html("{}", self.staged(info.id)), width=240),
+            html_pane(html("{}", fmt_time(info.created_at)), width=190),
             cd,
             flag,
         ]
@@ -99,9 +100,11 @@ class SessionsView(Viewer):
             self.list.objects = [self._rows[i][0] for i in ids]
         self.session_ids = ids
         expired = sum(1 for i in infos if self._status(i) == "expired")
-        self.summary.object = (
-            f"**{len(infos)} open session(s)**, {expired} expired (refreshed every "
-            f"{self.poll_ms / 1000:g} s)"
+        self.summary.object = html(
+            "<p><b>{} open session(s)</b>, {} expired (refreshed every {} s)</p>",
+            len(infos),
+            expired,
+            f"{self.poll_ms / 1000:g}",
         )
 
     def start(self) -> None:
@@ -118,7 +121,7 @@ class SessionsView(Viewer):
         widths = (215, 100, 70, 110, 240, 190, 190)
         names = ("session", "branch", "author", "base", "staged", "opened", "expiry")
         header = pn.Row(
-            *(pn.pane.HTML(f"<b>{n}</b>", width=w) for n, w in zip(names, widths, strict=True)),
+            *(html_pane(html("<b>{}</b>", n), width=w) for n, w in zip(names, widths, strict=True)),
             sizing_mode="stretch_width",
         )
         return pn.Column(

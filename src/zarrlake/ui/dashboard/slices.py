@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import unquote
 
 import numpy as np
 
@@ -16,12 +17,13 @@ MAX_CHUNKS_READ = 32  # chunks a side read for them (small chunks: a smaller win
 
 
 def parse_slice(text: str) -> dict[str, int]:
-    """``"time=3,depth=0"`` -> ``{"time": 3, "depth": 0}``."""
+    """``"time=3,depth=0"`` -> ``{"time": 3, "depth": 0}`` (dim names percent-encoded, as
+    :func:`format_slice` writes them)."""
     out: dict[str, int] = {}
     for part in filter(None, (p.strip() for p in (text or "").split(","))):
-        dim, sep, idx = part.partition("=")
+        dim, sep, idx = part.rpartition("=")
         try:
-            out[dim.strip()] = int(idx)
+            out[unquote(dim.strip())] = int(idx)
         except ValueError:
             raise InvalidInputError(f"slice {text!r}: expected dim=index, got {part!r}") from None
         if not sep:
@@ -30,7 +32,13 @@ def parse_slice(text: str) -> dict[str, int]:
 
 
 def format_slice(sel: dict[str, int]) -> str:
-    return ",".join(f"{k}={v}" for k, v in sel.items())
+    """``{"time": 3}`` -> ``"time=3"``; a dim name is percent-encoded where it holds ``,``,
+    ``=`` or ``%`` (any text may name a dimension)."""
+    return ",".join(f"{_quote(k)}={v}" for k, v in sel.items())
+
+
+def _quote(dim: str) -> str:
+    return dim.replace("%", "%25").replace(",", "%2C").replace("=", "%3D")
 
 
 def selection(

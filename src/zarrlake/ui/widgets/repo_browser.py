@@ -10,6 +10,7 @@ import ipywidgets as w  # type: ignore[import-untyped]
 from zarrlake.display import chunk_grids, commit_html, diff_html
 from zarrlake.display._base import esc, fmt_time
 from zarrlake.errors import InvalidInputError, ZarrlakeError
+from zarrlake.types import redact_urls
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -128,7 +129,9 @@ class RepoBrowser(w.VBox):  # type: ignore[misc]
         self._load_log()
 
     def _error(self, exc: ZarrlakeError) -> None:
-        self.message.value = f'<span style="color:var(--jp-error-color1,#c62828)">{esc(exc)}</span>'
+        # the message as text, and never a credential of a URL it quotes
+        text = esc(redact_urls(str(exc)))
+        self.message.value = f'<span style="color:var(--jp-error-color1,#c62828)">{text}</span>'
 
     def _load_log(self) -> None:
         self.message.value = ""

@@ -11,6 +11,7 @@ import ipywidgets as w  # type: ignore[import-untyped]
 from zarrlake.display import staged_counts
 from zarrlake.display._base import esc
 from zarrlake.errors import InvalidInputError, ZarrlakeError
+from zarrlake.types import redact_urls
 from zarrlake.ui.widgets.countdown import Countdown
 
 if TYPE_CHECKING:
@@ -94,7 +95,9 @@ class SessionWidget(w.VBox):  # type: ignore[misc]
         self.extend_by.disabled = closed
 
     def _error(self, exc: ZarrlakeError) -> None:
-        self.message.value = f'<span style="color:var(--jp-error-color1,#c62828)">{esc(exc)}</span>'
+        # the message as text, and never a credential of a URL it quotes
+        text = esc(redact_urls(str(exc)))
+        self.message.value = f'<span style="color:var(--jp-error-color1,#c62828)">{text}</span>'
 
     def extend(self) -> None:
         """Extend the session by ``extend_by`` hours (capped at 7 days after its creation)."""
