@@ -7,7 +7,6 @@ the session's opener (a picklable callable), so it never imports the session lay
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any, Protocol
 
@@ -20,6 +19,7 @@ from zarr.abc.store import (
 )
 from zarr.core.buffer import Buffer, BufferPrototype
 
+import zarrlake.process as process
 from zarrlake.errors import InvalidInputError, ReadOnlyError
 from zarrlake.model import ChunkRef
 
@@ -108,13 +108,13 @@ class LakeStore(Store):
         super().__init__(read_only=read_only)
         self._opener = opener if opener is not None else session.opener()  # type: ignore[union-attr]
         self._session_obj = session
-        self._pid = os.getpid()
+        self._epoch = process.epoch()
 
     @property
     def session(self) -> StoreSession:
         """The session this store reads and writes through (opened lazily in each process)."""
-        if self._pid != os.getpid():  # inherited through fork: open our own
-            self._session_obj, self._pid = None, os.getpid()
+        if self._epoch != process.epoch():  # inherited through fork: open our own
+            self._session_obj, self._epoch = None, process.epoch()
         if self._session_obj is None:
             self._session_obj = self._opener()
         return self._session_obj

@@ -12,9 +12,10 @@ import threading
 import weakref
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass
 
+import zarrlake.process as process
 from zarrlake.errors import ChunkCorruptionError, StorageError
 from zarrlake.faults import crash_point
 from zarrlake.model import ChunkRef, checksum, content_hash
@@ -323,7 +324,9 @@ class _BytesLRU:
 
 
 _RANGE_CACHE_BYTES = 256 * 1024 * 1024
-_caches: weakref.WeakKeyDictionary[ObjectStore, _BytesLRU] = weakref.WeakKeyDictionary()
+_caches: MutableMapping[ObjectStore, _BytesLRU] = process.registry(
+    "verified ranges", weakref.WeakKeyDictionary
+)
 _caches_lock = threading.Lock()
 
 

@@ -8,6 +8,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 
+import zarrlake.process as process
+
 __all__ = ["OpenFiles"]
 
 
@@ -21,7 +23,7 @@ class OpenFiles:
         self.fds: OrderedDict[bytes, int] = OrderedDict()
         self.users: dict[int, int] = {}  # descriptor -> readers using it now
         self.evicted: set[int] = set()
-        self.pid = os.getpid()
+        self.epoch = process.epoch()
 
     @contextlib.contextmanager
     def open(self, key: bytes, path: str) -> Iterator[int]:
@@ -39,7 +41,7 @@ class OpenFiles:
 
     def _acquire(self, key: bytes, path: str) -> int:
         with self.lock:
-            if self.pid != os.getpid():  # a forked child opens its own
+            if self.epoch != process.epoch():  # a forked child opens its own
                 self._forget()
             fd = self.fds.get(key)
             if fd is not None:
@@ -81,7 +83,7 @@ class OpenFiles:
         self.fds.clear()
         self.users.clear()
         self.evicted.clear()
-        self.pid = os.getpid()
+        self.epoch = process.epoch()
 
     def __del__(self) -> None:
         for fd in [*self.fds.values(), *self.evicted]:

@@ -19,12 +19,12 @@ hash.
 
 from __future__ import annotations
 
-import os
 import secrets
 import struct
 import threading
 from dataclasses import dataclass, field
 
+import zarrlake.process as process
 from zarrlake.errors import ChunkCorruptionError
 
 __all__ = [
@@ -121,7 +121,7 @@ class PackWriter:
         self._forget()
 
     def _forget(self) -> None:
-        self.pid = os.getpid()
+        self.epoch = process.epoch()
         self.current: OpenPack | None = None
         self.writing: dict[bytes, OpenPack] = {}  # handed over, not yet written
         self.failed: dict[bytes, OpenPack] = {}
@@ -130,7 +130,7 @@ class PackWriter:
         """Under ``cond``: a child process made by fork() starts with no packs of its own (the
         parent writes the ones it was filling; appending to one of them here would give two
         different objects one name)."""
-        if self.pid != os.getpid():
+        if self.epoch != process.epoch():
             self._forget()
 
     def add(self, h: bytes, data: bytes) -> tuple[bytes, int, OpenPack | None]:

@@ -20,9 +20,10 @@ import asyncio
 import contextlib
 import inspect
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, MutableMapping
 from typing import Any
 
+import zarrlake.process as process
 from zarrlake.errors import ObjectMissingError, StorageError, ZarrlakeError
 from zarrlake.objects.base import ObjectInfo, ObjectStore, object_key, verified_cache
 from zarrlake.objects.retries import Deadline, retrying, retrying_async, s3_deadline
@@ -43,7 +44,8 @@ _CLIENT_OPTIONS = frozenset(
         "fixed_upload_size",
     }
 )  # fmt: skip
-_botocore: list[Any] = []  # the process's botocore session for s3fs, once made
+# the process's botocore session for s3fs, once made (a forked child makes its own)
+_botocore: MutableMapping[str, Any] = process.registry("botocore session")
 _botocore_lock = threading.Lock()
 
 
@@ -57,11 +59,11 @@ def _fs_options(url: str, options: dict[str, Any]) -> dict[str, Any]:
     if url.split("://", 1)[0] not in _S3 or not set(options) <= _CLIENT_OPTIONS:
         return options
     with _botocore_lock:
-        if not _botocore:
+        if "session" not in _botocore:
             from aiobotocore.session import AioSession
 
-            _botocore.append(AioSession())
-    return {**options, "session": _botocore[0]}
+            _botocore["session"] = AioSession()
+    return {**options, "session": _botocore["session"]}
 
 
 def _past_the_end(exc: BaseException) -> bool:
