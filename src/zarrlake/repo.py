@@ -21,6 +21,7 @@ from zarrlake.errors import (
 from zarrlake.maintenance import ExpireReport, ExportReport, FsckReport, GCReport
 from zarrlake.model import Root, Solver, content_hash
 from zarrlake.model.diff import Diff
+from zarrlake.objects.local import make_directory
 from zarrlake.session import (
     DEFAULT_EXPIRY,
     MAX_EXPIRY,
@@ -148,9 +149,7 @@ class Repo:
             location, catalog, name, storage_options, verify_reads, strict_metadata
         )
         if path is not None:
-            if path.exists() and not path.is_dir():
-                raise InvalidInputError(f"{path} exists and is not a directory")
-            path.mkdir(parents=True, exist_ok=True)
+            make_directory(path)
             # relative to the catalog file's directory: the lake can be moved or copied whole
             storage_url = "."
         elif storage is None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -168,8 +170,6 @@ ARRAY = {
 
 
 def _doc(**change: object) -> bytes:
-    import json
-
     return json.dumps({**ARRAY, **change}).encode()
 
 
@@ -260,3 +260,52 @@ def test_an_unreachable_s3_endpoint_is_refused_before_the_catalog_records_anythi
     assert "very-secret" not in str(err.value)
     with pytest.raises(zarrlake.NotFoundError):
         zarrlake.Repo.open(catalog=url, name="r")
+
+
+def _tree(root: Path) -> list[tuple[str, bytes | None]]:
+    return sorted(
+        (str(p.relative_to(root)), p.read_bytes() if p.is_file() else None) for p in root.rglob("*")
+    )
+
+
+@pytest.mark.parametrize("where", ["file", "file/lake", "file/a/b"])
+def test_a_lake_in_or_under_a_file_is_refused_and_nothing_is_created(
+    tmp_path: Path, where: str
+) -> None:
+    (tmp_path / "file").write_text("not a directory")
+    before = _tree(tmp_path)
+    with pytest.raises(zarrlake.InvalidInputError, match="is a file; choose a directory"):
+        zarrlake.Repo.create(tmp_path / where)
+    assert _tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("where", ["/proc/zarrlake-lake", "/proc/zarrlake-a/b"])
+def test_a_lake_where_nothing_can_be_written_is_refused(where: str) -> None:
+    # /proc refuses new entries even to root, which file permissions would not
+    with pytest.raises(zarrlake.StorageError, match="choose a place you can write to"):
+        zarrlake.Repo.create(where)
+    assert not os.path.lexists(where)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql+psycopg://u:hunter2@h:abc/db",
+        "postgresql+psycopg://u:hunter2@h:/db",
+        "postgresql+psycopg://u:hunter2@h:99999/db",
+        "postgresql+psycopg://u:hunter2@h:0/db",
+    ],
+)
+def test_a_catalog_url_whose_port_is_not_a_port_is_refused(tmp_path: Path, url: str) -> None:
+    with pytest.raises(zarrlake.InvalidInputError, match="port") as err:
+        zarrlake.Repo.open(catalog=url, name="r")
+    assert "hunter2" not in str(err.value)
+    with pytest.raises(zarrlake.InvalidInputError, match="port"):
+        zarrlake.Repo.create(catalog=url, storage=str(tmp_path / "objects"), name="r")
+    assert list(tmp_path.iterdir()) == []  # the storage was not created either
+
+
+def test_a_catalog_url_that_is_not_a_url_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(zarrlake.InvalidInputError, match="cannot read the catalog URL"):
+        zarrlake.Repo.open(catalog="catalog.db", name="r")
+    assert list(tmp_path.iterdir()) == []

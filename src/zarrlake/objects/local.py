@@ -15,12 +15,12 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from zarrlake.errors import ObjectMissingError, StorageError
+from zarrlake.errors import InvalidInputError, ObjectMissingError, StorageError
 from zarrlake.objects.base import ObjectInfo, ObjectStore, object_key
 from zarrlake.objects.flusher import Flusher
 from zarrlake.objects.openfiles import OpenFiles
 
-__all__ = ["LocalObjectStore"]
+__all__ = ["LocalObjectStore", "make_directory"]
 
 
 class LocalObjectStore(ObjectStore):
@@ -172,3 +172,28 @@ def _read_file(path: str) -> bytes:
         return b"".join(parts)
     finally:
         os.close(fd)
+
+
+def make_directory(path: Path) -> None:
+    """Create a lake's directory and its missing parents, or refuse with a clear error
+    (:class:`InvalidInputError` when a file is in the way, else :class:`StorageError`) and
+    nothing created."""
+    missing: list[Path] = []
+    probe = path
+    while not probe.is_dir():
+        if os.path.lexists(probe):
+            where = "is a file" if probe == path else f"is under {probe}, which is a file"
+            raise InvalidInputError(f"{path} {where}; choose a directory for the lake")
+        missing.append(probe)
+        probe = probe.parent
+    try:
+        for d in reversed(missing):
+            d.mkdir(exist_ok=True)
+    except OSError as exc:
+        for d in missing:
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise StorageError(
+            f"cannot create the lake directory {path} ({exc.strerror}); choose a place you "
+            "can write to"
+        ) from exc
