@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -125,15 +126,25 @@ class LocalObjectStore(ObjectStore):
             os.unlink(self._path(h))
 
     def iter_objects(self) -> Iterator[ObjectInfo]:
+        """Every object: the regular files under ``chunks/`` named by a hash. Anything else
+        there (a directory, a link to nowhere, a directory that cannot be read) is no object:
+        fsck reports the object it replaces as missing, and gc leaves it alone."""
         base = self.root / "chunks"
         for d in sorted(base.iterdir()) if base.exists() else []:
-            if not d.is_dir():
+            try:
+                entries = list(os.scandir(d)) if d.is_dir() else []
+            except OSError:
                 continue
-            for entry in os.scandir(d):
+            for entry in entries:
                 if entry.name.endswith(".tmp") or len(entry.name) != 64:
                     continue
-                st = entry.stat()
-                yield ObjectInfo(bytes.fromhex(entry.name), st.st_size, st.st_mtime)
+                try:
+                    h = bytes.fromhex(entry.name)
+                    st = entry.stat()
+                except (ValueError, OSError):
+                    continue
+                if stat.S_ISREG(st.st_mode):
+                    yield ObjectInfo(h, st.st_size, st.st_mtime)
 
     def remove_stale_temporaries(self, older_than: float) -> int:
         removed = 0

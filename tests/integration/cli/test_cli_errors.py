@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.cli.conftest import run
+from tests.integration.cli.conftest import Lake, run
 
 
 @pytest.mark.parametrize("where", ["file", "file/lake"])
@@ -43,3 +43,14 @@ def test_a_catalog_url_with_a_port_that_is_not_a_number_is_bad_input(tmp_path: P
     p = run("init", "--catalog", url, "--name", "r", "--storage", str(tmp_path / "objects"))
     assert p.returncode == 2, p.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_export_onto_a_file_is_bad_input_and_writes_nothing(lake: Lake, tmp_path: Path) -> None:
+    target = tmp_path / "copy.zarr"
+    target.write_text("mine")
+    for extra in ([], ["--overwrite"]):
+        p = lake.run("export", "main", str(target), *extra)
+        assert p.returncode == 2, p.stderr
+        assert "zarrlake: error [invalid_input]" in p.stderr
+        assert "is a file" in p.stderr
+    assert target.read_text() == "mine"
