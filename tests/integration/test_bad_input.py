@@ -6,7 +6,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -184,6 +184,8 @@ def _doc(**change: object) -> bytes:
         _doc(chunk_key_encoding={"name": "default", "configuration": "/"}),
         b"\xff\xfe not utf-8",
         ("[" * 100_000 + "]" * 100_000).encode(),
+        json.dumps(ARRAY).encode("utf-16"),
+        json.dumps(ARRAY).encode("utf-8-sig"),
     ],
     ids=[
         "bool-shape",
@@ -194,6 +196,8 @@ def _doc(**change: object) -> bytes:
         "cke-config-string",
         "not-utf8",
         "deep-json",
+        "utf-16",
+        "utf-8-bom",
     ],
 )
 def test_bad_metadata_is_refused_and_stages_nothing(
@@ -309,3 +313,23 @@ def test_a_catalog_url_that_is_not_a_url_is_refused(tmp_path: Path) -> None:
     with pytest.raises(zarrlake.InvalidInputError, match="cannot read the catalog URL"):
         zarrlake.Repo.open(catalog="catalog.db", name="r")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "older_than",
+    [
+        datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=1))),  # year 0 in UTC
+        datetime(9999, 12, 31, 23, tzinfo=timezone(timedelta(hours=-5))),  # year 10000 in UTC
+        timedelta(days=999_999_999),
+    ],
+)
+def test_expire_at_times_outside_the_calendar_is_refused(
+    make_repo: Callable[..., zarrlake.Repo], older_than: datetime | timedelta
+) -> None:
+    repo = make_repo()
+    _session_with_change(repo).commit("one")
+    history = [c.id for c in repo.log("main")]
+    with pytest.raises(zarrlake.InvalidInputError, match="outside the calendar"):
+        repo.expire(older_than)
+    assert [c.id for c in repo.log("main")] == history
+    assert repo.expire(datetime(1, 1, 1, tzinfo=UTC)).cutoff == datetime(1, 1, 1, tzinfo=UTC)

@@ -67,10 +67,17 @@ def parse_node_meta(raw: bytes, *, strict: bool = True) -> NodeMeta:
     :class:`InvalidMetadataError`; without it, it is kept as an opaque ``unknown`` node.
     """
     try:
-        doc = json.loads(raw)
+        # Zarr v3 metadata is UTF-8 JSON; json.loads would also take UTF-16 or UTF-32 bytes
+        # and a byte order mark, which other Zarr readers need not accept
+        doc = json.loads(_utf8(raw) if strict else raw)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         if strict:
-            what = "nested too deeply" if isinstance(exc, RecursionError) else "not valid JSON"
+            if isinstance(exc, RecursionError):
+                what = "nested too deeply"
+            elif isinstance(exc, UnicodeDecodeError):
+                what = "not UTF-8 (Zarr v3 metadata is UTF-8 JSON; write it as UTF-8)"
+            else:
+                what = "not valid JSON"
             raise InvalidMetadataError(f"zarr.json is {what}: {exc}") from None
         return _UNKNOWN
     if not isinstance(doc, dict):
@@ -86,6 +93,15 @@ def parse_node_meta(raw: bytes, *, strict: bool = True) -> NodeMeta:
         if strict:
             raise
         return _UNKNOWN
+
+
+def _utf8(raw: bytes) -> str:
+    text = raw.decode("utf-8")
+    if text.startswith("\ufeff"):
+        raise ValueError("it starts with a byte order mark; write UTF-8 without one")
+    if "\x00" in text:  # never in JSON text: UTF-16 or UTF-32 without a byte order mark
+        raise ValueError("it holds NUL bytes (UTF-16 or UTF-32?); write it as UTF-8")
+    return text
 
 
 def _check_with_zarr(doc: dict[str, Any]) -> None:

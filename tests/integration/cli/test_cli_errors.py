@@ -54,3 +54,11 @@ def test_export_onto_a_file_is_bad_input_and_writes_nothing(lake: Lake, tmp_path
         assert "zarrlake: error [invalid_input]" in p.stderr
         assert "is a file" in p.stderr
     assert target.read_text() == "mine"
+
+
+def test_expire_before_the_year_1_is_bad_input(lake: Lake) -> None:
+    p = lake.run("expire", "--older-than", "0001-01-01T00:00+01:00", "--yes")
+    assert p.returncode == 2, p.stderr
+    assert "zarrlake: error [invalid_input]" in p.stderr
+    assert "outside the calendar" in p.stderr
+    assert len(lake.json("log")["commits"]) == 1
