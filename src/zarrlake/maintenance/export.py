@@ -10,8 +10,8 @@ from zarrlake.core import RepoCore
 from zarrlake.errors import AlreadyExistsError, InvalidInputError, StorageError, ZarrlakeError
 from zarrlake.maintenance.progress import progress_bar
 from zarrlake.maintenance.reports import ExportReport
-from zarrlake.model import iter_manifest
-from zarrlake.model.metadata import format_chunk_key
+from zarrlake.model import StagedState
+from zarrlake.model.view import view_entries
 
 if TYPE_CHECKING:
     from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
@@ -140,16 +140,14 @@ def export(
     root = reader.root(core.catalog.get_commit(core.repo_id, commit).root_hash)
     store, label = _target_store(target, storage_options)
     _refuse_own_files(core, store)
+    # the keys a read-only session of the commit shows, each once
     metas: list[tuple[str, bytes]] = []
     chunks: list[tuple[str, Any]] = []
-    for path, node in sorted(root.nodes.items()):
-        prefix = f"{path}/" if path else ""
-        metas.append((prefix + "zarr.json", reader.meta_bytes(node.meta)))
-        nm = reader.node_meta(node.meta)
-        if nm.is_array and node.manifest is not None:
-            for coords, cref in iter_manifest(reader.index(node.manifest), reader):
-                chunks.append((prefix + format_chunk_key(coords, nm.encoding), cref))
-    chunks += sorted(root.raw.items())
+    for entry in view_entries(root, StagedState(), reader):
+        if entry.meta is not None:
+            metas.append((entry.key, reader.meta_bytes(entry.meta)))
+        else:
+            chunks.append((entry.key, entry.ref))
     try:
         with progress_bar(progress, len(chunks), f"export {commit[:10]}") as bar:
             size = sync(_write_copy(store, chunks, metas, core, overwrite, bar))

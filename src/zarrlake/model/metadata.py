@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,7 @@ __all__ = [
     "ChunkKeyEncoding",
     "NodeMeta",
     "attribute_changes",
+    "chunk_owner",
     "format_chunk_key",
     "parse_chunk_key",
     "parse_node_meta",
@@ -233,6 +235,29 @@ def parse_chunk_key(rel: str, enc: ChunkKeyEncoding, ndim: int) -> ChunkCoords |
             return None
         coords.append(int(p))
     return tuple(coords)
+
+
+def chunk_owner(
+    key: str, meta_of: Callable[[str], NodeMeta | None]
+) -> tuple[str, ChunkCoords] | None:
+    """The array whose chunk ``key`` is and the chunk's coordinates, or ``None`` for a key of
+    no array: the deepest array above ``key`` whose chunk key encoding spells the rest.
+
+    The one rule for what a key means: the store's reads and listings and the commit's claim
+    of keys written before their array all follow it. ``meta_of`` gives a node's metadata
+    (``None`` where there is no node).
+    """
+    cut = len(key)
+    while True:
+        cut = key.rfind("/", 0, cut)
+        path, rel = (key[:cut], key[cut + 1 :]) if cut >= 0 else ("", key)
+        nm = meta_of(path)
+        if nm is not None and nm.is_array:
+            coords = parse_chunk_key(rel, nm.encoding, nm.ndim)
+            if coords is not None:
+                return path, coords
+        if cut < 0:
+            return None
 
 
 def format_chunk_key(coords: ChunkCoords, enc: ChunkKeyEncoding) -> str:

@@ -221,12 +221,12 @@ class WritableSession(Session):
         if raw_key is not None and (raw := self._local.get(("", "raw", raw_key))) is not None:
             return True, row_ref(raw)
         found = self._core.catalog.get_staged(self.id, t.path, (t.kind,), t.key, raw_key)
-        if t.kind in found:
-            return True, row_ref(found[t.kind])
-        if "drop" in found or self._node_state(t.path)[1]:
+        for kind in (t.kind, "raw"):  # a raw row under a dropped node was staged after the drop
+            if kind in found:
+                return True, row_ref(found[kind])
+        # a drop hides the node's base chunks; a raw key's path "" is no node's
+        if t.kind != "raw" and ("drop" in found or self._node_state(t.path)[1]):
             return True, None
-        if "raw" in found:
-            return True, row_ref(found["raw"])
         return False, None
 
     def _before_read(self, t: Target) -> None:
