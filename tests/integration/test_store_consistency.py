@@ -1,6 +1,6 @@
 """The store's listings agree with its reads on both catalogs: no key listed twice, none listed
-that reads as nothing. The general property is tests/property/test_store_listing.py; these
-are the cases that were seen."""
+that reads as nothing; and ``has_changes`` says what a commit would do. The general property
+is tests/property/test_store_listing.py; these are the cases that were seen."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
+import pytest
 from zarr.abc.store import Store
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
@@ -148,6 +149,51 @@ def test_dropping_the_root_keeps_plain_keys_readable(
     sync(s.store.delete("zarr.json"))
     assert _view(s.store) == {"notes.txt": b"plain"}
     assert _committed(repo, s) == {"notes.txt": b"plain"}
+
+
+def _rewrite_same_chunk(store: LakeStore) -> None:
+    _set(store, "a/c/0", b"x" * 700)
+
+
+def _write_then_delete_chunk(store: LakeStore) -> None:
+    _set(store, "a/c/1", b"new")
+    sync(store.delete("a/c/1"))
+
+
+def _rewrite_same_metadata(store: LakeStore) -> None:
+    _set(store, "a/zarr.json", _array())
+
+
+def _write_then_delete_plain_key(store: LakeStore) -> None:
+    _set(store, "notes.txt", b"draft")
+    sync(store.delete("notes.txt"))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        _rewrite_same_chunk,
+        _write_then_delete_chunk,
+        _rewrite_same_metadata,
+        _write_then_delete_plain_key,
+    ],
+)
+def test_has_changes_is_false_exactly_when_the_commit_would_change_nothing(
+    make_repo: Callable[..., zarrlake.Repo], change: Callable[[LakeStore], None]
+) -> None:
+    repo = make_repo()
+    s = repo.writable_session()
+    _set(s.store, "a/zarr.json", _array())
+    _set(s.store, "a/c/0", b"x" * 700)
+    s.commit("base")
+    s = repo.writable_session()
+    change(s.store)
+    assert not s.has_changes
+    with pytest.raises(zarrlake.EmptyCommitError):
+        s.commit("nothing")
+    _set(s.store, "a/c/0", b"y" * 700)
+    assert s.has_changes
+    s.commit("something")
 
 
 def test_export_copies_exactly_what_a_read_only_session_shows(

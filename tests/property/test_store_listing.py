@@ -6,7 +6,8 @@ twice. A state machine writes and deletes metadata documents (groups, arrays of 
 dimensions with every chunk key encoding, grids that grow and shrink, nodes under arrays) and
 keys that may or may not be chunk keys, before or after the metadata that claims them, then
 checks the listings of the writable session and, after each commit, of a read-only session of
-the commit, which must also show what the session showed before it committed.
+the commit, which must also show what the session showed before it committed (and the commit
+must refuse exactly when ``has_changes`` said there was nothing to commit).
 """
 
 from __future__ import annotations
@@ -138,10 +139,13 @@ class StoreListingMachine(RuleBasedStateMachine):
     @rule()
     def commit(self) -> None:
         before = check_listings(self.session.store)
+        changes = self.session.has_changes
         try:
             cid = self.session.commit("step")
         except EmptyCommitError:
+            assert not changes  # has_changes says what the commit decides
             return
+        assert changes
         after = check_listings(self.repo.readonly_session(commit=cid).store)
         assert after == before
         self.session = self.repo.writable_session()

@@ -206,6 +206,16 @@ class Session(ABC):
         for entry in view_entries(self._base_root, state, self._core.reader, prefix):
             yield entry.key
 
+    @property
+    def has_changes(self) -> bool:
+        """Whether :meth:`commit` would change anything, decided as it decides (the snapshot
+        built from the base and the staged changes records a change): rewriting the bytes a
+        chunk already holds, or writing a key and deleting it again, changes nothing."""
+        state = self._staged_state()
+        if state.is_empty():
+            return False
+        return not build_snapshot(self._base_root, state, self._core.reader).changes.is_empty()
+
     def status(self) -> Diff:
         """The uncommitted changes against the base commit, as a :class:`Diff` (the diff that
         committing now would record, before any rebase). Empty for read-only sessions."""

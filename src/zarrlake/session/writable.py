@@ -254,10 +254,6 @@ class WritableSession(Session):
                 sn.chunks[key_coords(r.key)] = row_ref(r)
         return state
 
-    @property
-    def has_changes(self) -> bool:
-        return not self._staged_state().is_empty()
-
     # -- writing -------------------------------------------------------------------------------
 
     def check_writable(self) -> None:
