@@ -114,10 +114,13 @@ def test_a_chunk_outside_a_shrunk_grid_is_not_listed(
 ) -> None:
     repo = make_repo()
     s = repo.writable_session()
-    _set(s.store, "a/zarr.json", _array(shape=(4,)))
+    _set(s.store, "a/zarr.json", _array(shape=(6,)))
     _set(s.store, "a/c/0", b"zero")
     _set(s.store, "a/c/1", b"one")
-    _set(s.store, "a/zarr.json", _array(shape=(2,)))  # chunk 1 is outside the grid now
+    s.commit("three chunks, two written")
+    s = repo.writable_session()
+    _set(s.store, "a/c/2", b"two")
+    _set(s.store, "a/zarr.json", _array(shape=(2,)))  # chunks 1 and 2 are outside the grid now
     expected = {"a/c/0": b"zero", "a/zarr.json": _array(shape=(2,))}
     assert _view(s.store) == expected
     assert _committed(repo, s) == expected

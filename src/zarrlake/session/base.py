@@ -17,7 +17,7 @@ from zarrlake.model.diff import Diff, diff_roots
 from zarrlake.model.manifest import split_coords
 from zarrlake.model.metadata import chunk_owner
 from zarrlake.model.overlay import Overlay
-from zarrlake.model.view import view_entries
+from zarrlake.model.view import view_keys
 from zarrlake.session.keys import Target, coords_key, key_coords, meta_path
 from zarrlake.store import LakeStore
 from zarrlake.types import ChunkCoords, RepoConfig, validate_key
@@ -201,10 +201,8 @@ class Session(ABC):
 
     def iter_keys(self, prefix: str = "") -> Iterator[str]:
         """Every key of the view under ``prefix`` (a plain string prefix, as zarr means it),
-        each once and each readable (:func:`~zarrlake.model.view.view_entries`)."""
-        state = self._staged_state()
-        for entry in view_entries(self._base_root, state, self._core.reader, prefix):
-            yield entry.key
+        each once and each readable (:func:`~zarrlake.model.view.view_keys`)."""
+        yield from view_keys(self._base_root, self._staged_state(), self._core.reader, prefix)
 
     @property
     def has_changes(self) -> bool:
