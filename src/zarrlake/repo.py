@@ -24,6 +24,7 @@ from zarrlake.model import Solver
 from zarrlake.model.diff import Diff
 from zarrlake.model.graph import CommitGraph
 from zarrlake.model.preview import MergePreview
+from zarrlake.objects.local import make_directory
 from zarrlake.session import (
     DEFAULT_EXPIRY,
     MAX_EXPIRY,
@@ -168,9 +169,7 @@ class Repo:
             location, catalog, name, storage_options, verify_reads, strict_metadata
         )
         if path is not None:
-            if path.exists() and not path.is_dir():
-                raise InvalidInputError(f"{path} exists and is not a directory")
-            path.mkdir(parents=True, exist_ok=True)
+            make_directory(path)
             # relative to the catalog file's directory: the lake can be moved or copied whole
             storage_url = "."
         elif storage is None:

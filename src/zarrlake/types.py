@@ -7,10 +7,13 @@ import secrets
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from zarrlake.display.urls import MASK, redact_urls, safe_url, url_secrets
 from zarrlake.errors import InvalidInputError, InvalidKeyError, InvalidNameError
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
 
 __all__ = [
     "MASK",
@@ -25,6 +28,7 @@ __all__ = [
     "from_epoch",
     "new_commit_id",
     "new_session_id",
+    "parse_catalog_url",
     "redact_urls",
     "safe_url",
     "to_timestamp",
@@ -219,6 +223,32 @@ class RefLogEntry:
     message: str
 
 
+_URL_EXAMPLES = "sqlite:///path/to/catalog.db or postgresql+psycopg://user@host:5432/db"
+
+
+def parse_catalog_url(url: object) -> sa.URL:
+    """A catalog URL, parsed; :class:`InvalidInputError` saying how to write one if it cannot
+    be (a port that is not a number from 1 to 65535, no scheme, not a string)."""
+    import sqlalchemy as sa
+
+    if not isinstance(url, str) or not url:
+        raise InvalidInputError(f"the catalog must be a URL string such as {_URL_EXAMPLES}")
+    try:
+        parsed = sa.make_url(url)
+    except ValueError:  # SQLAlchemy reads the port with int()
+        parsed = None
+    except sa.exc.ArgumentError:
+        raise InvalidInputError(
+            f"cannot read the catalog URL {safe_url(url)!r}; write it as {_URL_EXAMPLES}"
+        ) from None
+    if parsed is None or (parsed.port is not None and not 1 <= parsed.port <= 65535):
+        raise InvalidInputError(
+            f"the port of the catalog URL {safe_url(url)!r} is not a number from 1 to 65535; "
+            f"write it as {_URL_EXAMPLES}"
+        )
+    return parsed
+
+
 _SECRET_WORDS = ("password", "passwd", "secret", "token", "key", "credential", "session")
 
 
@@ -241,6 +271,9 @@ class RepoConfig:
     storage_options: dict[str, Any] = field(default_factory=dict)
     verify_reads: bool = True
     strict_metadata: bool = True
+
+    def __post_init__(self) -> None:
+        parse_catalog_url(self.catalog)  # refused before anything is created or opened
 
     def key(self) -> tuple[Any, ...]:
         return (

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import os
 import socket
 import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -185,8 +187,6 @@ ARRAY = {
 
 
 def _doc(**change: object) -> bytes:
-    import json
-
     return json.dumps({**ARRAY, **change}).encode()
 
 
@@ -201,6 +201,8 @@ def _doc(**change: object) -> bytes:
         _doc(chunk_key_encoding={"name": "default", "configuration": "/"}),
         b"\xff\xfe not utf-8",
         ("[" * 100_000 + "]" * 100_000).encode(),
+        json.dumps(ARRAY).encode("utf-16"),
+        json.dumps(ARRAY).encode("utf-8-sig"),
     ],
     ids=[
         "bool-shape",
@@ -211,6 +213,8 @@ def _doc(**change: object) -> bytes:
         "cke-config-string",
         "not-utf8",
         "deep-json",
+        "utf-16",
+        "utf-8-bom",
     ],
 )
 def test_bad_metadata_is_refused_and_stages_nothing(
@@ -297,3 +301,72 @@ def test_an_unreachable_postgresql_server_is_one_clear_line(tmp_path: Path) -> N
     )
     assert p.returncode == 4
     assert len(p.stderr.strip().splitlines()) == 1
+
+
+def _tree(root: Path) -> list[tuple[str, bytes | None]]:
+    return sorted(
+        (str(p.relative_to(root)), p.read_bytes() if p.is_file() else None) for p in root.rglob("*")
+    )
+
+
+@pytest.mark.parametrize("where", ["file", "file/lake", "file/a/b"])
+def test_a_lake_in_or_under_a_file_is_refused_and_nothing_is_created(
+    tmp_path: Path, where: str
+) -> None:
+    (tmp_path / "file").write_text("not a directory")
+    before = _tree(tmp_path)
+    with pytest.raises(zarrlake.InvalidInputError, match="is a file; choose a directory"):
+        zarrlake.Repo.create(tmp_path / where)
+    assert _tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("where", ["/proc/zarrlake-lake", "/proc/zarrlake-a/b"])
+def test_a_lake_where_nothing_can_be_written_is_refused(where: str) -> None:
+    # /proc refuses new entries even to root, which file permissions would not
+    with pytest.raises(zarrlake.StorageError, match="choose a place you can write to"):
+        zarrlake.Repo.create(where)
+    assert not os.path.lexists(where)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql+psycopg://u:hunter2@h:abc/db",
+        "postgresql+psycopg://u:hunter2@h:/db",
+        "postgresql+psycopg://u:hunter2@h:99999/db",
+        "postgresql+psycopg://u:hunter2@h:0/db",
+    ],
+)
+def test_a_catalog_url_whose_port_is_not_a_port_is_refused(tmp_path: Path, url: str) -> None:
+    with pytest.raises(zarrlake.InvalidInputError, match="port") as err:
+        zarrlake.Repo.open(catalog=url, name="r")
+    assert "hunter2" not in str(err.value)
+    with pytest.raises(zarrlake.InvalidInputError, match="port"):
+        zarrlake.Repo.create(catalog=url, storage=str(tmp_path / "objects"), name="r")
+    assert list(tmp_path.iterdir()) == []  # the storage was not created either
+
+
+def test_a_catalog_url_that_is_not_a_url_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(zarrlake.InvalidInputError, match="cannot read the catalog URL"):
+        zarrlake.Repo.open(catalog="catalog.db", name="r")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "older_than",
+    [
+        datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=1))),  # year 0 in UTC
+        datetime(9999, 12, 31, 23, tzinfo=timezone(timedelta(hours=-5))),  # year 10000 in UTC
+        timedelta(days=999_999_999),
+    ],
+)
+def test_expire_at_times_outside_the_calendar_is_refused(
+    make_repo: Callable[..., zarrlake.Repo], older_than: datetime | timedelta
+) -> None:
+    repo = make_repo()
+    _session_with_change(repo).commit("one")
+    history = [c.id for c in repo.log("main")]
+    with pytest.raises(zarrlake.InvalidInputError, match="outside the calendar"):
+        repo.expire(older_than)
+    assert [c.id for c in repo.log("main")] == history
+    assert repo.expire(datetime(1, 1, 1, tzinfo=UTC)).cutoff == datetime(1, 1, 1, tzinfo=UTC)

@@ -190,3 +190,88 @@ def test_fsck_finds_a_missing_catalog_node(make_repo: Callable[..., zarrlake.Rep
         conn.execute(sa.delete(blobs).where(blobs.c.repo_id == probe.repo_id, blobs.c.hash == meta))
     report = repo.fsck()
     assert [(i.kind, i.hash) for i in report.issues] == [("missing_node", meta.hex())]
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+@pytest.mark.parametrize("where", ["file", "file/copy"])
+def test_export_onto_a_file_is_refused_and_writes_nothing(
+    make_repo: Callable[..., zarrlake.Repo], tmp_path: Path, where: str, overwrite: bool
+) -> None:
+    repo = make_repo()
+    _lake(repo)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "file").write_text("mine")
+    with pytest.raises(zarrlake.InvalidInputError, match="export to a directory"):
+        repo.export("main", out / where, overwrite=overwrite)
+    assert [(p.name, p.read_text()) for p in out.iterdir()] == [("file", "mine")]
+
+
+def test_export_where_nothing_can_be_written_is_a_storage_error(
+    make_repo: Callable[..., zarrlake.Repo],
+) -> None:
+    repo = make_repo()
+    _lake(repo)
+    # /proc refuses new entries even to root, which file permissions would not
+    with pytest.raises(zarrlake.StorageError, match="choose a target you can write to"):
+        repo.export("main", "/proc/zarrlake-export")
+    assert not os.path.lexists("/proc/zarrlake-export")
+
+
+def _two_objects(repo: zarrlake.Repo) -> tuple[Path, Path]:
+    """The lake's pack of small chunks, and a chunk too large to pack (an object of its own)."""
+    _lake(repo)
+    packed = object_files(repo)
+    s = repo.writable_session()
+    big = zarr.open_group(s.store).create_array(
+        "big", shape=(40_000,), chunks=(40_000,), dtype="f8", compressors=None
+    )
+    big[:] = np.random.default_rng(3).random(40_000)
+    s.commit("big")
+    (alone,) = set(object_files(repo)) - set(packed)
+    return packed[0], alone
+
+
+@pytest.mark.usefixtures("packs_by_size")
+@pytest.mark.parametrize("replacement", ["directory", "link loop"])
+def test_fsck_reports_what_stands_where_an_object_should_be_and_goes_on(
+    make_repo: Callable[..., zarrlake.Repo], replacement: str
+) -> None:
+    repo = make_repo()
+    pack, alone = _two_objects(repo)
+    pack.unlink()
+    if replacement == "directory":
+        pack.mkdir()
+    else:
+        pack.symlink_to(pack.name)  # a link to itself: reading it fails with ELOOP
+    raw = bytearray(alone.read_bytes())
+    raw[100] ^= 0xFF
+    alone.write_bytes(bytes(raw))
+
+    quick = repo.fsck()
+    assert [(i.kind, i.hash) for i in quick.issues] == [("missing_object", pack.name)]
+    full = repo.fsck(verify=True)
+    assert sorted((i.kind, i.hash) for i in full.issues) == [
+        ("corrupt_object", alone.name),
+        ("missing_object", pack.name),
+    ]
+    assert full.missing[0].path in ("temp", "sub/counts")
+    assert os.path.lexists(pack)  # reported, not touched
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_fsck_reports_an_object_it_cannot_read(
+    make_repo: Callable[..., zarrlake.Repo],
+) -> None:
+    repo = make_repo()
+    _, alone = _two_objects(repo)
+    alone.chmod(0)
+    try:
+        assert repo.fsck().ok  # present: only reading finds it out
+        full = repo.fsck(verify=True)
+    finally:
+        alone.chmod(0o644)
+    assert [(i.kind, i.hash, i.path) for i in full.issues] == [
+        ("unreadable_object", alone.name, "big")
+    ]
+    assert full.unreadable == full.issues

@@ -246,6 +246,15 @@ def test_non_strict_keeps_bad_arrays_as_unknown(overrides: dict[str, Any]) -> No
     assert parse_node_meta(_bad_array(overrides), strict=False).node_type == "unknown"
 
 
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-32", "utf-8-sig"])
+def test_strict_refuses_documents_that_are_not_plain_utf8(encoding: str) -> None:
+    raw = json.dumps(_array_doc()).encode(encoding)
+    with pytest.raises(InvalidMetadataError, match="UTF-8"):
+        parse_node_meta(raw)
+    # without strict_metadata a document is stored as given and read as before
+    assert parse_node_meta(raw, strict=False) == parse_node_meta(_raw(_array_doc()))
+
+
 def test_non_strict_parses_good_documents_normally() -> None:
     raw = _raw(_array_doc())
     assert parse_node_meta(raw, strict=False) == parse_node_meta(raw)

@@ -72,6 +72,14 @@ def test_malformed_expressions_are_invalid_ref_errors(text: str) -> None:
         parse_ref_expr(text)
 
 
+@pytest.mark.parametrize(
+    "text", ["main@{0000-01-01}", "main@{10000-01-01T00:00}", "main@{-0001-01-01}"]
+)
+def test_times_outside_the_calendar_say_which_years_are(text: str) -> None:
+    with pytest.raises(InvalidRefError, match="year from 0001 to 9999"):
+        parse_ref_expr(text)
+
+
 @pytest.mark.parametrize("value", [None, 3, b"main", ["main"]])
 def test_non_strings_are_invalid_ref_errors(value: object) -> None:
     with pytest.raises(InvalidRefError, match="non-empty string"):

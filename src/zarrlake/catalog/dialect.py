@@ -9,7 +9,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from zarrlake.types import safe_url
+from zarrlake.types import parse_catalog_url, safe_url
 
 __all__ = [
     "configure_engine",
@@ -30,7 +30,7 @@ __all__ = [
 
 def sqlite_file(url: str) -> str | None:
     """The absolute path of a SQLite catalog's file (``None`` for other databases)."""
-    parsed = sa.make_url(url)
+    parsed = parse_catalog_url(url)
     db = parsed.database
     if (
         parsed.get_backend_name() != "sqlite"
@@ -47,7 +47,7 @@ _SQLITE_BUSY_TIMEOUT_MS = 60_000
 
 def make_engine(url: str) -> sa.Engine:
     """An engine for a catalog URL, configured for concurrent transactional use."""
-    parsed = sa.make_url(url)
+    parsed = parse_catalog_url(url)
     if parsed.get_backend_name() == "sqlite":
         engine = sa.create_engine(
             parsed,

@@ -52,7 +52,7 @@ EXIT_CODES = {
     EXIT_CONFLICT: "conflict: merge, revert or reset collided with other changes",
     EXIT_FAILURE: "other failure: storage, catalog, session state, or an internal error",
     EXIT_NOT_CONFIRMED: "not confirmed: a destructive command without --yes off a terminal",
-    EXIT_FSCK_ISSUES: "fsck found missing or corrupt data",
+    EXIT_FSCK_ISSUES: "fsck found missing, corrupt or unreadable data",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
 }
 

@@ -228,6 +228,7 @@ def parse_when(text: str) -> datetime | timedelta:
         when = datetime.fromisoformat(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is neither a duration (30d) nor an ISO time (2026-11-01T12:00)"
+            f"{text!r} is neither a duration (30d) nor an ISO time of a year from 0001 to 9999 "
+            "(2026-11-01T12:00)"
         ) from None
     return when if when.tzinfo else when.replace(tzinfo=UTC)

@@ -12,23 +12,33 @@ from zarrlake.types import from_epoch, to_timestamp
 __all__ = ["expire"]
 
 
-def _cutoff(core: RepoCore, older_than: datetime | timedelta) -> float:
+def _cutoff(core: RepoCore, older_than: datetime | timedelta) -> tuple[float, datetime]:
+    """The cutoff in epoch seconds, and as the report shows it (UTC)."""
     if isinstance(older_than, timedelta):
         if older_than < timedelta(0):
             raise InvalidInputError("older_than must not be a negative timedelta")
-        return core.catalog.clock() - older_than.total_seconds()
-    if isinstance(older_than, datetime):
+        shown = cutoff = core.catalog.clock() - older_than.total_seconds()
+    elif isinstance(older_than, datetime):
+        shown = to_timestamp(older_than, "older_than")
         # commit times show rounded to the microsecond: one copied from commit_info() must
         # count as "not older"
-        return to_timestamp(older_than, "older_than") - 1e-6
-    raise InvalidInputError("older_than must be a datetime or a timedelta")
+        cutoff = shown - 1e-6
+    else:
+        raise InvalidInputError("older_than must be a datetime or a timedelta")
+    try:
+        return cutoff, from_epoch(shown)
+    except (ValueError, OverflowError, OSError):
+        raise InvalidInputError(
+            f"older_than={older_than} is outside the calendar (years 0001 to 9999, UTC); "
+            "give a time or a delay that stays within it"
+        ) from None
 
 
 def expire(
     core: RepoCore, older_than: datetime | timedelta, *, keep_tags: bool, dry_run: bool
 ) -> ExpireReport:
     """Drop commits created before ``older_than`` that no ref or open session needs."""
-    cutoff = _cutoff(core, older_than)
+    cutoff, cutoff_at = _cutoff(core, older_than)
     rows = {r.id: r for r in core.catalog.commits.all()}
     keep = {c for c, r in rows.items() if r.created_at >= cutoff}
     branches, tags = (
@@ -55,7 +65,7 @@ def expire(
             cursor = rows[cursor].parent_id
     drop = sorted(set(rows) - keep)
     expired = drop if dry_run else core.catalog.gc.delete_commits(drop)
-    return ExpireReport(from_epoch(cutoff), tuple(sorted(expired)), dry_run)
+    return ExpireReport(cutoff_at, tuple(sorted(expired)), dry_run)
 
 
 # -- fsck --------------------------------------------------------------------------------------

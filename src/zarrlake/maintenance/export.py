@@ -7,11 +7,11 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from zarrlake.core import RepoCore
-from zarrlake.errors import AlreadyExistsError, InvalidInputError
+from zarrlake.errors import AlreadyExistsError, InvalidInputError, StorageError, ZarrlakeError
 from zarrlake.maintenance.progress import progress_bar
 from zarrlake.maintenance.reports import ExportReport
-from zarrlake.model import iter_manifest
-from zarrlake.model.metadata import format_chunk_key
+from zarrlake.model import StagedState
+from zarrlake.model.view import view_entries
 
 if TYPE_CHECKING:
     from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
@@ -36,10 +36,28 @@ def _target_store(target: Any, storage_options: dict[str, Any] | None) -> tuple[
         if "://" in text and not text.startswith("file://"):
             return FsspecStore.from_url(text, storage_options=storage_options), text
         path = text[len("file://") :] if text.startswith("file://") else text
-        return LocalStore(os.path.abspath(os.path.expanduser(path))), path
+        full = os.path.abspath(os.path.expanduser(path))
+        _refuse_file(full)
+        return LocalStore(full), path
     raise InvalidInputError(
         f"export target must be a zarr store, a path or a URL, got {type(target).__name__}"
     )
+
+
+def _refuse_file(path: str) -> None:
+    """Refuse a local target that is a file or lies under one (before anything is created)."""
+    probe = path
+    while not os.path.isdir(probe):
+        if os.path.lexists(probe):
+            what = "is a file" if probe == path else f"lies under {probe}, which is a file"
+            raise InvalidInputError(
+                f"export target {path} {what}; export to a directory (a new or empty one, or "
+                "any with overwrite=True)"
+            )
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            return
+        probe = parent
 
 
 def _refuse_own_files(core: RepoCore, store: Store) -> None:
@@ -122,16 +140,21 @@ def export(
     root = reader.root(core.catalog.commits.get(commit).root_hash)
     store, label = _target_store(target, storage_options)
     _refuse_own_files(core, store)
+    # the keys a read-only session of the commit shows, each once
     metas: list[tuple[str, bytes]] = []
     chunks: list[tuple[str, Any]] = []
-    for path, node in sorted(root.nodes.items()):
-        prefix = f"{path}/" if path else ""
-        metas.append((prefix + "zarr.json", reader.meta_bytes(node.meta)))
-        nm = reader.node_meta(node.meta)
-        if nm.is_array and node.manifest is not None:
-            for coords, cref in iter_manifest(reader.index(node.manifest), reader):
-                chunks.append((prefix + format_chunk_key(coords, nm.encoding), cref))
-    chunks += sorted(root.raw.items())
-    with progress_bar(progress, len(chunks), f"export {commit[:10]}") as bar:
-        size = sync(_write_copy(store, chunks, metas, core, overwrite, bar))
+    for entry in view_entries(root, StagedState(), reader):
+        if entry.meta is not None:
+            metas.append((entry.key, reader.meta_bytes(entry.meta)))
+        else:
+            chunks.append((entry.key, entry.ref))
+    try:
+        with progress_bar(progress, len(chunks), f"export {commit[:10]}") as bar:
+            size = sync(_write_copy(store, chunks, metas, core, overwrite, bar))
+    except ZarrlakeError:
+        raise
+    except OSError as exc:
+        raise StorageError(
+            f"cannot write the export to {label}: {exc}; choose a target you can write to"
+        ) from exc
     return ExportReport(commit, label, len(metas), len(chunks), size)

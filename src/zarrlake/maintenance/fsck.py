@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from zarrlake.core import RepoCore
-from zarrlake.errors import CatalogError, ChunkCorruptionError, ObjectMissingError
+from zarrlake.errors import CatalogError, ChunkCorruptionError, ObjectMissingError, StorageError
 from zarrlake.maintenance.progress import progress_bar
 from zarrlake.maintenance.reach import reachable_from
 from zarrlake.maintenance.reports import FsckIssue, FsckReport
@@ -31,6 +31,8 @@ def _verify(objects: ObjectStore, h: bytes, pack: bool) -> str | None:
         return "corrupt_object"
     except ObjectMissingError:
         return "missing_object"
+    except StorageError:  # there, but it cannot be read (permissions, I/O error)
+        return "unreadable_object"
     for e in entries:
         if content_hash(data[e.offset : e.offset + e.length]) != e.hash:
             return "corrupt_object"

@@ -73,7 +73,10 @@ class ExpireReport:
 class FsckIssue:
     """One problem ``fsck`` found.
 
-    ``kind`` is ``missing_object``, ``corrupt_object`` or ``missing_node`` (a catalog node);
+    ``kind`` is ``missing_object`` (no readable object under its name: deleted, or something
+    else in its place), ``corrupt_object``, ``unreadable_object`` (found by ``verify``: it is
+    there but cannot be read, e.g. its permissions or an I/O error) or ``missing_node`` (a
+    catalog node);
     ``commit``, ``path`` and ``chunk`` say where it is referenced (``commit`` is ``None`` for
     an open session's staged write).
     """
@@ -114,6 +117,10 @@ class FsckReport:
     @property
     def corrupt(self) -> tuple[FsckIssue, ...]:
         return tuple(i for i in self.issues if i.kind == "corrupt_object")
+
+    @property
+    def unreadable(self) -> tuple[FsckIssue, ...]:
+        return tuple(i for i in self.issues if i.kind == "unreadable_object")
 
     def __repr__(self) -> str:
         head = (

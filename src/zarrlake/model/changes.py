@@ -27,7 +27,7 @@ from zarrlake.model.manifest import (
     shard_shape_for,
     split_coords,
 )
-from zarrlake.model.metadata import NodeMeta, attribute_changes, parse_chunk_key
+from zarrlake.model.metadata import NodeMeta, attribute_changes, chunk_owner
 from zarrlake.model.snapshot import NodeEntry, Root
 from zarrlake.types import ChunkCoords
 
@@ -250,10 +250,13 @@ def build_snapshot(base: Root, staged: StagedState, reader: SnapshotReader) -> B
                 and reader.node_meta(current.meta).ndim == nm.ndim
             ):
                 index = reader.index(current.manifest)
-            if index is not None and not sn.chunks:
+            # chunks staged before the metadata changed the number of dimensions are keys
+            # the array no longer has: no read finds them, and the commit drops them
+            chunks = {c: r for c, r in sn.chunks.items() if len(c) == nm.ndim}
+            if index is not None and not chunks:
                 manifest = current.manifest if current is not None else None
             else:
-                manifest, changed_chunks = _apply_chunks(index, nm, sn.chunks, reader, blobs)
+                manifest, changed_chunks = _apply_chunks(index, nm, chunks, reader, blobs)
         entry = NodeEntry(nm.node_type, meta, manifest)
         nodes[path] = entry
         change = NodeChange(
@@ -309,25 +312,13 @@ def claim_raw_chunks(base: Root, staged: StagedState, reader: SnapshotReader) ->
     nodes = {p: StagedNode(sn.dropped, sn.meta, dict(sn.chunks)) for p, sn in staged.nodes.items()}
     out = StagedState(nodes, {})
     for key, ref in staged.raw.items():
-        found = _owning_array(key, arrays)
+        found = chunk_owner(key, arrays.get)
         if found is None:
             out.raw[key] = ref
             continue
         sn = out.node(found[0])
         sn.chunks.setdefault(found[1], ref)
     return out
-
-
-def _owning_array(key: str, arrays: Mapping[str, NodeMeta]) -> tuple[str, ChunkCoords] | None:
-    cut = len(key)
-    while cut >= 0:
-        cut = key.rfind("/", 0, cut)
-        path, rel = (key[:cut], key[cut + 1 :]) if cut >= 0 else ("", key)
-        nm = arrays.get(path)
-        if nm is not None:
-            coords = parse_chunk_key(rel, nm.encoding, nm.ndim)
-            return None if coords is None else (path, coords)
-    return None
 
 
 def _apply_chunks(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,7 @@ __all__ = [
     "ChunkKeyEncoding",
     "NodeMeta",
     "attribute_changes",
+    "chunk_owner",
     "format_chunk_key",
     "parse_chunk_key",
     "parse_node_meta",
@@ -67,10 +69,17 @@ def parse_node_meta(raw: bytes, *, strict: bool = True) -> NodeMeta:
     :class:`InvalidMetadataError`; without it, it is kept as an opaque ``unknown`` node.
     """
     try:
-        doc = json.loads(raw)
+        # Zarr v3 metadata is UTF-8 JSON; json.loads would also take UTF-16 or UTF-32 bytes
+        # and a byte order mark, which other Zarr readers need not accept
+        doc = json.loads(_utf8(raw) if strict else raw)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         if strict:
-            what = "nested too deeply" if isinstance(exc, RecursionError) else "not valid JSON"
+            if isinstance(exc, RecursionError):
+                what = "nested too deeply"
+            elif isinstance(exc, UnicodeDecodeError):
+                what = "not UTF-8 (Zarr v3 metadata is UTF-8 JSON; write it as UTF-8)"
+            else:
+                what = "not valid JSON"
             raise InvalidMetadataError(f"zarr.json is {what}: {exc}") from None
         return _UNKNOWN
     if not isinstance(doc, dict):
@@ -86,6 +95,15 @@ def parse_node_meta(raw: bytes, *, strict: bool = True) -> NodeMeta:
         if strict:
             raise
         return _UNKNOWN
+
+
+def _utf8(raw: bytes) -> str:
+    text = raw.decode("utf-8")
+    if text.startswith("\ufeff"):
+        raise ValueError("it starts with a byte order mark; write UTF-8 without one")
+    if "\x00" in text:  # never in JSON text: UTF-16 or UTF-32 without a byte order mark
+        raise ValueError("it holds NUL bytes (UTF-16 or UTF-32?); write it as UTF-8")
+    return text
 
 
 def _check_with_zarr(doc: dict[str, Any]) -> None:
@@ -217,6 +235,29 @@ def parse_chunk_key(rel: str, enc: ChunkKeyEncoding, ndim: int) -> ChunkCoords |
             return None
         coords.append(int(p))
     return tuple(coords)
+
+
+def chunk_owner(
+    key: str, meta_of: Callable[[str], NodeMeta | None]
+) -> tuple[str, ChunkCoords] | None:
+    """The array whose chunk ``key`` is and the chunk's coordinates, or ``None`` for a key of
+    no array: the deepest array above ``key`` whose chunk key encoding spells the rest.
+
+    The one rule for what a key means: the store's reads and listings and the commit's claim
+    of keys written before their array all follow it. ``meta_of`` gives a node's metadata
+    (``None`` where there is no node).
+    """
+    cut = len(key)
+    while True:
+        cut = key.rfind("/", 0, cut)
+        path, rel = (key[:cut], key[cut + 1 :]) if cut >= 0 else ("", key)
+        nm = meta_of(path)
+        if nm is not None and nm.is_array:
+            coords = parse_chunk_key(rel, nm.encoding, nm.ndim)
+            if coords is not None:
+                return path, coords
+        if cut < 0:
+            return None
 
 
 def format_chunk_key(coords: ChunkCoords, enc: ChunkKeyEncoding) -> str:

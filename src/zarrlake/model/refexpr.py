@@ -85,8 +85,8 @@ def _selector(body: str, text: str) -> tuple[int | None, datetime | None]:
         when = datetime.fromisoformat(body)
     except ValueError:
         raise InvalidRefError(
-            f"ref expression {text!r}: '@{{{body}}}' is not an ISO-8601 time "
-            "(e.g. 2026-11-01 or 2026-11-01T12:00:00+02:00)"
+            f"ref expression {text!r}: '@{{{body}}}' is not an ISO-8601 time of a year from "
+            "0001 to 9999 (e.g. 2026-11-01 or 2026-11-01T12:00:00+02:00)"
         ) from None
     return None, when if when.tzinfo else when.replace(tzinfo=UTC)
 

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from zarrlake.errors import ObjectMissingError, StorageError
+from zarrlake.errors import InvalidInputError, ObjectMissingError, StorageError
 from zarrlake.objects.base import ObjectInfo, ObjectStore, object_key
 from zarrlake.objects.flusher import Flusher
 from zarrlake.objects.openfiles import OpenFiles
 
-__all__ = ["LocalObjectStore"]
+__all__ = ["LocalObjectStore", "make_directory"]
 
 
 class LocalObjectStore(ObjectStore):
@@ -125,15 +126,25 @@ class LocalObjectStore(ObjectStore):
             os.unlink(self._path(h))
 
     def iter_objects(self) -> Iterator[ObjectInfo]:
+        """Every object: the regular files under ``chunks/`` named by a hash. Anything else
+        there (a directory, a link to nowhere, a directory that cannot be read) is no object:
+        fsck reports the object it replaces as missing, and gc leaves it alone."""
         base = self.root / "chunks"
         for d in sorted(base.iterdir()) if base.exists() else []:
-            if not d.is_dir():
+            try:
+                entries = list(os.scandir(d)) if d.is_dir() else []
+            except OSError:
                 continue
-            for entry in os.scandir(d):
+            for entry in entries:
                 if entry.name.endswith(".tmp") or len(entry.name) != 64:
                     continue
-                st = entry.stat()
-                yield ObjectInfo(bytes.fromhex(entry.name), st.st_size, st.st_mtime)
+                try:
+                    h = bytes.fromhex(entry.name)
+                    st = entry.stat()
+                except (ValueError, OSError):
+                    continue
+                if stat.S_ISREG(st.st_mode):
+                    yield ObjectInfo(h, st.st_size, st.st_mtime)
 
     def remove_stale_temporaries(self, older_than: float) -> int:
         removed = 0
@@ -172,3 +183,28 @@ def _read_file(path: str) -> bytes:
         return b"".join(parts)
     finally:
         os.close(fd)
+
+
+def make_directory(path: Path) -> None:
+    """Create a lake's directory and its missing parents, or refuse with a clear error
+    (:class:`InvalidInputError` when a file is in the way, else :class:`StorageError`) and
+    nothing created."""
+    missing: list[Path] = []
+    probe = path
+    while not probe.is_dir():
+        if os.path.lexists(probe):
+            where = "is a file" if probe == path else f"is under {probe}, which is a file"
+            raise InvalidInputError(f"{path} {where}; choose a directory for the lake")
+        missing.append(probe)
+        probe = probe.parent
+    try:
+        for d in reversed(missing):
+            d.mkdir(exist_ok=True)
+    except OSError as exc:
+        for d in missing:
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise StorageError(
+            f"cannot create the lake directory {path} ({exc.strerror}); choose a place you "
+            "can write to"
+        ) from exc

@@ -11,20 +11,13 @@ from typing import TYPE_CHECKING, Any
 from zarrlake._optional import load
 from zarrlake.core import RepoCore
 from zarrlake.errors import ChunkCorruptionError, ReadOnlyError
-from zarrlake.model import (
-    ChunkRef,
-    NodeMeta,
-    Root,
-    StagedNode,
-    StagedState,
-    build_snapshot,
-    iter_manifest,
-)
+from zarrlake.model import ChunkRef, NodeMeta, Root, StagedState, build_snapshot
 from zarrlake.model.diff import Diff, diff_roots
 from zarrlake.model.manifest import split_coords
-from zarrlake.model.metadata import format_chunk_key, parse_chunk_key
+from zarrlake.model.metadata import chunk_owner
 from zarrlake.model.overlay import Overlay
 from zarrlake.model.records import CommitRecord
+from zarrlake.model.view import view_keys
 from zarrlake.session.keys import Target, meta_path
 from zarrlake.store import LakeStore
 from zarrlake.types import ChunkCoords, RepoConfig, validate_key
@@ -136,17 +129,7 @@ class Session(ABC):
         return None if h is None else self._core.reader.node_meta(h)
 
     def _find_array(self, key: str) -> tuple[str, ChunkCoords] | None:
-        cut = len(key)
-        while True:
-            cut = key.rfind("/", 0, cut)
-            path, rel = (key[:cut], key[cut + 1 :]) if cut >= 0 else ("", key)
-            nm = self._node_meta(path)
-            if nm is not None and nm.is_array:
-                coords = parse_chunk_key(rel, nm.encoding, nm.ndim)
-                if coords is not None:
-                    return path, coords
-            if cut < 0:
-                return None
+        return chunk_owner(key, self._node_meta)
 
     def _target(self, key: str) -> Target:
         validate_key(key)
@@ -216,48 +199,19 @@ class Session(ABC):
         return await self._core.read_chunk_async(ref, start, end)
 
     def iter_keys(self, prefix: str = "") -> Iterator[str]:
-        """Every key of the view under ``prefix`` (a plain string prefix, as zarr means it)."""
+        """Every key of the view under ``prefix`` (a plain string prefix, as zarr means it),
+        each once and each readable (:func:`~zarrlake.model.view.view_keys`)."""
+        yield from view_keys(self._base_root, self._staged_state(), self._core.reader, prefix)
+
+    @property
+    def has_changes(self) -> bool:
+        """Whether :meth:`commit` would change anything, decided as it decides (the snapshot
+        built from the base and the staged changes records a change): rewriting the bytes a
+        chunk already holds, or writing a key and deleting it again, changes nothing."""
         state = self._staged_state()
-        reader = self._core.reader
-        paths = set(self._base_root.nodes) | set(state.nodes)
-        for path in sorted(paths):
-            sn = state.nodes.get(path, StagedNode())
-            base = None if sn.dropped else self._base_root.nodes.get(path)
-            meta = sn.meta if sn.meta is not None else (base.meta if base else None)
-            if meta is None:
-                continue
-            node_prefix = f"{path}/" if path else ""
-            if not (node_prefix.startswith(prefix) or prefix.startswith(node_prefix)):
-                continue
-            mkey = node_prefix + "zarr.json"
-            if mkey.startswith(prefix):
-                yield mkey
-            nm = reader.node_meta(meta)
-            if not nm.is_array:
-                continue
-            coords: set[ChunkCoords] = set()
-            if (
-                base is not None
-                and base.manifest is not None
-                and reader.node_meta(base.meta).ndim == nm.ndim
-            ):
-                coords = {c for c, _ in iter_manifest(reader.index(base.manifest), reader)}
-            for c, ref in sn.chunks.items():
-                if ref is None:
-                    coords.discard(c)
-                else:
-                    coords.add(c)
-            for c in sorted(coords):
-                key = node_prefix + format_chunk_key(c, nm.encoding)
-                if key.startswith(prefix):
-                    yield key
-        raw = dict(self._base_root.raw)
-        for k, ref in state.raw.items():
-            if ref is None:
-                raw.pop(k, None)
-            else:
-                raw[k] = ref
-        yield from sorted(k for k in raw if k.startswith(prefix))
+        if state.is_empty():
+            return False
+        return not build_snapshot(self._base_root, state, self._core.reader).changes.is_empty()
 
     def status(self) -> Diff:
         """The uncommitted changes against the base commit, as a :class:`Diff` (the diff that

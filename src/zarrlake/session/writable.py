@@ -228,19 +228,14 @@ class WritableSession(Session):
         if raw_key is not None and (raw := self._local.get(("", "raw", (), raw_key))) is not None:
             return True, raw.ref
         found = self._core.catalog.sessions.get_staged(
-            self.id,
-            t.path,
-            t.kind,
-            t.coords,
-            t.key,
-            raw_key,
+            self.id, t.path, t.kind, t.coords, t.key, raw_key
         )
-        if t.kind in found:
-            return True, found[t.kind].ref
-        if "drop" in found or self._node_state(t.path)[1]:
+        for kind in (t.kind, "raw"):  # a raw row under a dropped node was staged after the drop
+            if kind in found:
+                return True, found[kind].ref
+        # a drop hides the node's base chunks; a raw key's path "" is no node's
+        if t.kind != "raw" and ("drop" in found or self._node_state(t.path)[1]):
             return True, None
-        if "raw" in found:
-            return True, found["raw"].ref
         return False, None
 
     def _before_read(self, t: Target) -> None:
@@ -269,10 +264,6 @@ class WritableSession(Session):
             else:
                 sn.chunks[r.coords] = r.ref
         return state
-
-    @property
-    def has_changes(self) -> bool:
-        return not self._staged_state().is_empty()
 
     # -- writing -------------------------------------------------------------------------------
 

@@ -1,0 +1,64 @@
+"""Bad places and values on the command line: one clear error of the exception tree (its kind
+in the message, the exit status of its group), and nothing created or written."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.integration.cli.conftest import Lake, run
+
+
+@pytest.mark.parametrize("where", ["file", "file/lake"])
+def test_init_in_or_under_a_file_is_bad_input_and_creates_nothing(
+    tmp_path: Path, where: str
+) -> None:
+    (tmp_path / "file").write_text("mine")
+    p = run("init", str(tmp_path / where))
+    assert p.returncode == 2, p.stderr
+    assert "zarrlake: error [invalid_input]" in p.stderr
+    assert "choose a directory for the lake" in p.stderr
+    assert [(f.name, f.read_text()) for f in tmp_path.iterdir()] == [("file", "mine")]
+
+
+def test_init_where_nothing_can_be_written_is_a_storage_error() -> None:
+    p = run("init", "/proc/zarrlake-lake", "--json")
+    assert p.returncode == 4, p.stderr
+    error = json.loads(p.stderr)["error"]
+    assert error["kind"] == "storage"
+    assert "choose a place you can write to" in error["message"]
+    assert not os.path.lexists("/proc/zarrlake-lake")
+
+
+def test_a_catalog_url_with_a_port_that_is_not_a_number_is_bad_input(tmp_path: Path) -> None:
+    url = "postgresql+psycopg://u:hunter2@h:abc/db"
+    p = run("log", "--catalog", url, "--name", "r")
+    assert p.returncode == 2, p.stderr
+    assert "zarrlake: error [invalid_input]" in p.stderr
+    assert "port" in p.stderr
+    assert "hunter2" not in p.stderr
+    p = run("init", "--catalog", url, "--name", "r", "--storage", str(tmp_path / "objects"))
+    assert p.returncode == 2, p.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_export_onto_a_file_is_bad_input_and_writes_nothing(lake: Lake, tmp_path: Path) -> None:
+    target = tmp_path / "copy.zarr"
+    target.write_text("mine")
+    for extra in ([], ["--overwrite"]):
+        p = lake.run("export", "main", str(target), *extra)
+        assert p.returncode == 2, p.stderr
+        assert "zarrlake: error [invalid_input]" in p.stderr
+        assert "is a file" in p.stderr
+    assert target.read_text() == "mine"
+
+
+def test_expire_before_the_year_1_is_bad_input(lake: Lake) -> None:
+    p = lake.run("expire", "--older-than", "0001-01-01T00:00+01:00", "--yes")
+    assert p.returncode == 2, p.stderr
+    assert "zarrlake: error [invalid_input]" in p.stderr
+    assert "outside the calendar" in p.stderr
+    assert len(lake.json("log")["commits"]) == 1
