@@ -46,6 +46,7 @@ from zarrlake.repo import Repo
 from zarrlake.session import ReadonlySession, Session, WritableSession
 from zarrlake.store import LakeStore
 from zarrlake.types import CommitInfo, RefLogEntry, RepoConfig, SessionInfo
+from zarrlake.urls import VersionURL, parse_url, version_url
 
 if TYPE_CHECKING:
     from zarrlake.xarray import open_dataset as open_dataset
@@ -94,9 +95,12 @@ __all__ = [
     "SessionInfo",
     "StorageError",
     "UnalignedWriteError",
+    "VersionURL",
     "WritableSession",
     "ZarrlakeError",
     "__version__",
+    "parse_url",
+    "version_url",
 ]
 
 _xarray_hook.install()

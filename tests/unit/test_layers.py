@@ -31,6 +31,7 @@ LAYERS: dict[str, int] = {
     "zarrlake.maintenance": 4,
     "zarrlake.repo": 5,
     "zarrlake": 6,
+    "zarrlake.urls": 6,
     "zarrlake.xarray": 7,
     "zarrlake.integrations": 7,
     "zarrlake.demo": 8,
