@@ -36,6 +36,7 @@ LAYERS: dict[str, int] = {
     "zarrlake.integrations": 7,
     "zarrlake.demo": 8,
     "zarrlake.ui": 8,
+    "zarrlake.gateway": 8,
     "zarrlake.cli": 9,
     "zarrlake.__main__": 10,
 }
