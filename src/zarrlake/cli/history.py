@@ -46,8 +46,8 @@ def _cmd_log(args: argparse.Namespace) -> int:
     from zarrlake.cli._graph import graph_lines, topo_order
     from zarrlake.display._base import fmt_time
 
-    repo = open_repo(args)
-    ref = args.ref_operand or args.ref
+    repo = open_repo(args, version=True)
+    ref = args.ref_operand or args.url_ref or args.ref
     if args.graph:
         commits = topo_order(_walk(repo, ref, args.n))[: args.n]
     else:
@@ -84,8 +84,8 @@ def _cmd_log(args: argparse.Namespace) -> int:
 def _cmd_show(args: argparse.Namespace) -> int:
     from zarrlake.display import chunk_grids, commit_text, diff_text
 
-    repo = open_repo(args)
-    info = repo.commit_info(args.ref_operand or "main")
+    repo = open_repo(args, version=True)
+    info = repo.commit_info(args.ref_operand or args.url_ref or "main")
     d = repo.diff(info.parents[0], info.id) if info.parents else None
     if args.json:
         emit_json({"commit": commit_json(info), "diff": diff_json(d) if d is not None else None})
