@@ -34,12 +34,17 @@ def routes(
     token: str | None = None,
     cors: tuple[str, ...] | list[str] = (),
     consolidated: bool = True,
+    outer: str = "",
 ) -> list[tuple[str, type[RequestHandler], dict[str, Any]]]:
-    """Tornado URL rules serving ``lake`` under ``prefix`` (``""`` or ``"/zarr"``)."""
-    prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
+    """Tornado URL rules serving ``lake`` under ``prefix`` (``""`` or ``"/zarr"``).
+
+    ``outer`` is a prefix that the server adds to every rule itself (Bokeh's ``prefix``):
+    the rules leave it out, the gateway's links and paths include it.
+    """
+    prefix = _clean(prefix)
     if token is not None and (not isinstance(token, str) or len(token) < 8):
         raise InvalidInputError("a gateway token must be a string of at least 8 characters")
-    settings = Settings(lake, prefix, token, tuple(cors), consolidated)
+    settings = Settings(lake, _clean(outer) + prefix, token, tuple(cors), consolidated)
     pattern = f"{prefix}/.*" if prefix else "/.*"
     rules: list[tuple[str, type[RequestHandler], dict[str, Any]]] = [
         (pattern, GatewayHandler, {"settings": settings})
@@ -47,6 +52,10 @@ def routes(
     if prefix:
         rules.append((prefix, GatewayHandler, {"settings": settings}))
     return rules
+
+
+def _clean(prefix: str) -> str:
+    return "/" + prefix.strip("/") if prefix.strip("/") else ""
 
 
 def _log_request(handler: RequestHandler) -> None:
