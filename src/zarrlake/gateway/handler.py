@@ -163,11 +163,18 @@ class GatewayHandler(RequestHandler):
                 return self._text(200, "zarrlake gateway: GET /<repo>/<ref>/<zarr key>\n")
             if target.ref is None:
                 return await self._refs(target.repo, body)
-            v = await asyncio.to_thread(self.gw.lake.version, target.repo, target.ref)
+            key, data = target.key, None
+            if key is not None and not target.directory and self._whole(body):
+                # the common path: a whole value, read with the version in one worker call
+                v, data = await asyncio.to_thread(
+                    self.gw.lake.fetch, target.repo, target.ref, key
+                )
+            else:
+                v = await asyncio.to_thread(self.gw.lake.version, target.repo, target.ref)
             self._version_headers(v)
-            if target.key is None or target.directory:
-                return await self._listing(v, _dir(target.key), body)
-            await self._key(v, target.key, body)
+            if key is None or target.directory:
+                return await self._listing(v, _dir(key), body)
+            await self._key(v, key, body, data)
         except Missing as exc:
             self._text(404, str(exc))
         except NotFoundError as exc:
@@ -192,7 +199,12 @@ class GatewayHandler(RequestHandler):
         else:
             self.set_header("Cache-Control", "no-cache")
 
-    async def _key(self, v: Version, key: str, body: bool) -> None:
+    def _whole(self, body: bool) -> bool:
+        """Whether the answer will be a whole value (no range, no revalidation, a body)."""
+        h = self.request.headers
+        return body and "Range" not in h and "If-None-Match" not in h
+
+    async def _key(self, v: Version, key: str, body: bool, data: bytes | None) -> None:
         etag = _etag(v.commit, key, self.gw.consolidated)
         if _matches(self.request.headers.get("If-None-Match"), etag):
             self.set_header("ETag", etag)
@@ -202,12 +214,12 @@ class GatewayHandler(RequestHandler):
         proto = default_buffer_prototype()
         wanted = self._range(etag)
         document = key.rsplit("/", 1)[-1] == "zarr.json"
-        data: bytes | None = None
-        if document or (body and wanted is None):
+        if data is None and (document or (body and wanted is None)):
             got = await v.store.get(key, proto)
-            if got is None:
+            data = None if got is None else got.to_bytes()
+            if data is None:
                 return await self._listing(v, key + "/", body)
-            data = got.to_bytes()
+        if data is not None:
             if document and self.gw.consolidated and _is_group(data):
                 group = key[: -len("zarr.json")].rstrip("/")
                 data = await asyncio.to_thread(self.gw.lake.consolidated, v, group, data)

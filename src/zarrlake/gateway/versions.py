@@ -10,6 +10,7 @@ import asyncio
 import json
 import re
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, replace
@@ -21,7 +22,10 @@ from zarrlake import LakeStore, Repo, VersionURL
 from zarrlake.errors import InvalidInputError, NotFoundError
 from zarrlake.types import safe_url
 
-__all__ = ["Lake", "Missing", "Version"]
+__all__ = ["PIN_TTL", "Lake", "Missing", "Version"]
+
+PIN_TTL = 10.0  # seconds a commit id, once resolved, is served without asking the catalog
+_COMMIT_ID = re.compile(r"[0-9a-f]{20}")
 
 
 class Missing(NotFoundError):
@@ -84,6 +88,7 @@ class Lake:
         self._repos: dict[str, Repo] = {}
         self._lock = threading.Lock()
         self._sessions = _LRU(sessions)
+        self._pinned = _LRU(sessions)  # (repo, commit id) -> time it was last resolved
         self._listings = _LRU(256)
         self._consolidated = _LRU(64)
 
@@ -151,7 +156,17 @@ class Lake:
             return self._repos.setdefault(name, repo)
 
     def version(self, repo_name: str, ref: str) -> Version:
-        """Resolve ``ref`` once, and the store of its commit."""
+        """Resolve ``ref`` once, and the store of its commit.
+
+        A commit id resolved in the last :data:`PIN_TTL` seconds is not asked about again:
+        its data never changes, and the catalog is asked only whether it still exists
+        (``expire`` may have dropped it).
+        """
+        if _COMMIT_ID.fullmatch(ref):
+            checked = self._pinned.get((repo_name, ref))
+            store = self._sessions.get((repo_name, ref))
+            if checked is not None and store is not None and time.monotonic() - checked < PIN_TTL:
+                return Version(repo_name, ref, ref, True, store)
         repo = self.repo(repo_name)
         try:
             commit = repo.resolve(ref)
@@ -162,7 +177,16 @@ class Lake:
             store = self._sessions.put(
                 (repo_name, commit), repo.readonly_session(commit=commit).store
             )
+        if commit == ref:
+            self._pinned.put((repo_name, commit), time.monotonic())
         return Version(repo_name, ref, commit, commit == ref, store)
+
+    def fetch(self, repo_name: str, ref: str, key: str) -> tuple[Version, bytes | None]:
+        """The version and the whole value of ``key`` in it, in one call (one worker thread
+        per request on the common path)."""
+        v = self.version(repo_name, ref)
+        got = v.store.get_sync(key)
+        return v, None if got is None else got.to_bytes()
 
     def refs(self, repo_name: str) -> tuple[dict[str, str], dict[str, str]]:
         """(branches, tags) of a repo."""
