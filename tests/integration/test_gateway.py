@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import warnings
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -224,3 +226,24 @@ def test_serves_every_repo_of_a_lake(tmp_path: Path) -> None:
         assert request(s, f"/{first.name}/main/ocean/zarr.json").status == 404
         g = zarr.open_group(f"{s.url}other/v1", mode="r")
         assert g["ocean"].attrs["version"] == 1
+
+
+def test_an_expired_commit_stops_being_served(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import zarrlake.gateway.versions as versions
+
+    monkeypatch.setattr(versions, "PIN_TTL", 0.5)  # how long a resolved commit id is trusted
+    repo = zarrlake.Repo.create(tmp_path / "lake")
+    v1, _ = build(repo)
+    repo.delete_tag("v1")
+    with gateway(Lake.for_repo(repo)) as s:
+        path = f"/default/{v1}/ocean/zarr.json"
+        assert request(s, path).status == 200
+        assert request(s, path).status == 200  # served again from the commit it resolved
+        report = repo.expire(timedelta(0))
+        assert v1 in report.expired
+        time.sleep(0.6)
+        gone = request(s, path)
+        assert gone.status == 404
+        assert gone.body.decode().startswith(f"no ref '{v1}'")

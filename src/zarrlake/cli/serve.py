@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import sys
 from typing import TYPE_CHECKING
@@ -35,6 +36,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         location = os.path.abspath(args.path)
         catalog = "sqlite:///" + os.path.join(location, CATALOG_FILE)
         url = VersionURL(catalog, args.name, location=location)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    log = logging.getLogger("zarrlake.gateway")
+    log.addHandler(handler)
+    log.setLevel(logging.INFO if args.access_log else logging.WARNING)
     lake = Lake.for_url(url, options)
     home = url.open(storage_options=options)  # fails now, clearly, without such a lake
     branch = "main" if "main" in home.branches() else next(iter(home.branches()), "main")
@@ -86,5 +92,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--no-consolidated",
         action="store_true",
         help="serve group documents as stored, without consolidated metadata",
+    )
+    sp.add_argument(
+        "--access-log",
+        action="store_true",
+        help="log every request to stderr (default: refusals and failures only)",
     )
     sp.set_defaults(func=_cmd_serve)

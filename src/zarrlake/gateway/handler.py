@@ -166,9 +166,7 @@ class GatewayHandler(RequestHandler):
             key, data = target.key, None
             if key is not None and not target.directory and self._whole(body):
                 # the common path: a whole value, read with the version in one worker call
-                v, data = await asyncio.to_thread(
-                    self.gw.lake.fetch, target.repo, target.ref, key
-                )
+                v, data = await asyncio.to_thread(self.gw.lake.fetch, target.repo, target.ref, key)
             else:
                 v = await asyncio.to_thread(self.gw.lake.version, target.repo, target.ref)
             self._version_headers(v)
