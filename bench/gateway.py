@@ -124,6 +124,27 @@ def read(url: str) -> float:
     return time.perf_counter() - t
 
 
+def latency(url: str, chunks: int, n: int = 64) -> float:
+    """Median seconds of one whole-chunk GET, sequential on one kept-alive connection."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    times = []
+    try:
+        for i in range(n):
+            t = time.perf_counter()
+            conn.request("GET", f"{parts.path}/c/{i % chunks}/0")
+            response = conn.getresponse()
+            response.read()
+            assert response.status == 200, response.status
+            times.append(time.perf_counter() - t)
+    finally:
+        conn.close()
+    return statistics.median(times)
+
+
 def measure(urls: dict[str, str], repeat: int) -> dict[str, list[float]]:
     """Samples per server, the servers taking turns in each repeat (so that a change of load
     on the machine falls on all of them), after one warm-up read each."""
@@ -180,7 +201,16 @@ def main() -> None:
                     got = zarr.open_array(url, mode="r")[:]
                     assert np.array_equal(got, expected), name
                 case = measure(urls, args.repeat)
+                chunks = int(total / chunk_mib)
+                for name, url in urls.items():
+                    one = latency(url, chunks)
+                    case[f"{name} latency"] = [one]
+                    print(
+                        f"  {chunk_mib:>5} MiB chunks  {name:<20} one request {one * 1000:.2f} ms"
+                    )
                 for name, samples in case.items():
+                    if name.endswith("latency"):
+                        continue
                     med = statistics.median(samples)
                     print(
                         f"  {chunk_mib:>5} MiB chunks  {name:<20} median {med * 1000:8.1f} ms"
