@@ -17,7 +17,7 @@ import http
 import json
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from tornado.iostream import StreamClosedError
@@ -51,7 +51,6 @@ class Settings:
     token: str | None = None
     cors: tuple[str, ...] = ()
     consolidated: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class GatewayHandler(RequestHandler):
