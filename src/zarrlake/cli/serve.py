@@ -60,6 +60,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             token=args.token,
             cors=args.cors or (),
             consolidated=not args.no_consolidated,
+            threads=args.threads,
             ready=ready,
         )
     return 0
@@ -92,6 +93,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--no-consolidated",
         action="store_true",
         help="serve group documents as stored, without consolidated metadata",
+    )
+    sp.add_argument(
+        "--threads",
+        type=int,
+        default=8,
+        metavar="N",
+        help="worker threads that read chunks and ask the catalog (default 8)",
     )
     sp.add_argument(
         "--access-log",
