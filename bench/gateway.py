@@ -145,6 +145,20 @@ def latency(url: str, chunks: int, n: int = 64) -> float:
     return statistics.median(times)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def server_cpu(server: Server, url: str, reads: int = 3) -> float:
+    """CPU seconds the server spends per full read: unlike wall time, not moved by load."""
+    before = cpu_seconds(server.proc.pid)
+    for _ in range(reads):
+        read(url)
+    return (cpu_seconds(server.proc.pid) - before) / reads
+
+
 def measure(urls: dict[str, str], repeat: int) -> dict[str, list[float]]:
     """Samples per server, the servers taking turns in each repeat (so that a change of load
     on the machine falls on all of them), after one warm-up read each."""
@@ -204,12 +218,15 @@ def main() -> None:
                 chunks = int(total / chunk_mib)
                 for name, url in urls.items():
                     one = latency(url, chunks)
+                    used = server_cpu(servers[name][0], url)
                     case[f"{name} latency"] = [one]
+                    case[f"{name} server cpu"] = [used]
                     print(
-                        f"  {chunk_mib:>5} MiB chunks  {name:<20} one request {one * 1000:.2f} ms"
+                        f"  {chunk_mib:>5} MiB chunks  {name:<20} one request {one * 1000:.2f} ms,"
+                        f" server CPU per full read {used:.2f} s"
                     )
-                for name, samples in case.items():
-                    if name.endswith("latency"):
+                for name, samples in list(case.items()):
+                    if name.endswith(("latency", "cpu")):
                         continue
                     med = statistics.median(samples)
                     print(
