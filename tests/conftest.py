@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import uuid
@@ -12,7 +13,17 @@ import pytest
 
 import zarrlake
 
-PG_URL = os.environ.get("ZARRLAKE_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+# Each test run gets a database of its own on the PostgreSQL server (created when first
+# needed, dropped when the run ends): a catalog's schema version is the database's, and a run
+# must never find (or leave) another run's, or another release's, tables. The controller
+# names it, and pytest-xdist's workers inherit the name through the environment.
+ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/test"
+_RUN_DB = os.environ.setdefault("ZARRLAKE_TEST_PG_DB", f"zl_test_{uuid.uuid4().hex[:12]}")
+PG_URL = os.environ.get(
+    "ZARRLAKE_TEST_PG", f"postgresql+psycopg://postgres@127.0.0.1:5432/{_RUN_DB}"
+)
+_OWN_DB = "ZARRLAKE_TEST_PG" not in os.environ
+_created: list[bool] = []
 
 
 def _pg_reachable() -> bool:
@@ -23,11 +34,42 @@ def _pg_reachable() -> bool:
         return False
 
 
+def _ensure_run_database() -> None:
+    """Create this run's database on the server once (any process of the run may race)."""
+    if not _OWN_DB or _created:
+        return
+    import psycopg
+
+    with (
+        psycopg.connect(ADMIN_URL, autocommit=True) as admin,
+        contextlib.suppress(psycopg.errors.DuplicateDatabase),  # another process of the run
+    ):
+        admin.execute(f'CREATE DATABASE "{_RUN_DB}"')
+    _created.append(True)
+
+
 def _need_postgres() -> None:
     if not _pg_reachable():
         if os.environ.get("CI"):
             pytest.fail("PostgreSQL on 127.0.0.1:5432 is required in CI and is not reachable")
         pytest.skip("PostgreSQL on 127.0.0.1:5432 is not reachable")
+    _ensure_run_database()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The controller makes the run's database before any worker or child needs it."""
+    if not hasattr(config, "workerinput") and _pg_reachable():
+        _ensure_run_database()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The controller (not an xdist worker) drops the run's database."""
+    if not _OWN_DB or hasattr(session.config, "workerinput") or not _pg_reachable():
+        return
+    import psycopg
+
+    with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{_RUN_DB}" WITH (FORCE)')
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -49,6 +49,7 @@ from zarrlake.repo import Repo, upgrade_catalog
 from zarrlake.session import ReadonlySession, Session, WritableSession
 from zarrlake.store import LakeStore
 from zarrlake.types import CommitInfo, RefLogEntry, RepoConfig, SessionInfo
+from zarrlake.urls import VersionURL, parse_url, version_url
 
 if TYPE_CHECKING:
     from zarrlake.xarray import open_dataset as open_dataset
@@ -101,10 +102,13 @@ __all__ = [
     "SessionInfo",
     "StorageError",
     "UnalignedWriteError",
+    "VersionURL",
     "WritableSession",
     "ZarrlakeError",
     "__version__",
+    "parse_url",
     "upgrade_catalog",
+    "version_url",
 ]
 
 _xarray_hook.install()

@@ -33,6 +33,7 @@ COMMAND_MODULES = (
     "zarrlake.cli.merging",
     "zarrlake.cli.maintenance",
     "zarrlake.cli.dashboard",
+    "zarrlake.cli.serve",
     "zarrlake.cli.catalog",
 )
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import zarrlake
+    from zarrlake.urls import VersionURL
 
 __all__ = [
     "Aborted",
@@ -20,6 +21,7 @@ __all__ = [
     "add_lake_args",
     "add_repo_args",
     "confirm",
+    "lake_url",
     "open_repo",
     "parse_duration",
     "parse_options",
@@ -93,7 +95,10 @@ def parse_options(items: list[str] | None) -> dict[str, Any]:
 def add_repo_args(sp: argparse.ArgumentParser) -> None:
     """Add ``PATH`` (embedded default) or ``--catalog URL --name NAME``, and storage options."""
     sp.add_argument(
-        "path", nargs="?", default=DEFAULT_LAKE, help="repo directory (embedded default)"
+        "path",
+        nargs="?",
+        default=DEFAULT_LAKE,
+        help="repo directory (embedded default) or a version URL (zarrlake+...)",
     )
     _add_location_options(sp)
 
@@ -115,15 +120,48 @@ def _add_location_options(sp: argparse.ArgumentParser) -> None:
     )
 
 
-def open_repo(args: argparse.Namespace) -> zarrlake.Repo:
-    """Open the lake that ``add_repo_args`` (or ``add_lake_args``) named."""
+def open_repo(args: argparse.Namespace, *, version: bool = False) -> zarrlake.Repo:
+    """Open the lake that ``add_repo_args`` (or ``add_lake_args``) named: a directory, a
+    version URL, or ``--catalog`` and ``--name``.
+
+    A version URL's ``#ref=`` is the default of the command's ref when ``version`` (it is
+    left in ``args.url_ref``); any other command refuses a URL that names a version.
+    """
     import zarrlake
 
+    args.url_ref = None
     options = parse_options(getattr(args, "storage_options", None))
     if args.catalog:
         remember_url_secrets(args.catalog)
         return zarrlake.Repo.open(catalog=args.catalog, name=args.name, storage_options=options)
-    return zarrlake.Repo.open(args.path, storage_options=options)
+    url = lake_url(args)
+    if url is None:
+        return zarrlake.Repo.open(args.path, storage_options=options)
+    if url.group is not None or (url.ref is not None and not version):
+        raise zarrlake.InvalidInputError(
+            f"this command takes no {'#group=' if url.group is not None else '#ref='} in the "
+            "lake's URL: give the lake as zarrlake+...?repo=NAME and the ref as an argument"
+        )
+    args.url_ref = url.ref
+    return url.open(storage_options=options)
+
+
+def lake_url(args: argparse.Namespace) -> VersionURL | None:
+    """The version URL the lake argument is written as, if it is one (``--name`` must not
+    name another repo than its ``?repo=``)."""
+    import zarrlake
+    from zarrlake.urls import is_version_url, parse_url
+
+    path = getattr(args, "path", None)
+    if args.catalog or not is_version_url(path):
+        return None
+    url = parse_url(str(path))
+    remember_url_secrets(url.catalog)
+    if getattr(args, "name", "default") not in ("default", url.repo):
+        raise zarrlake.InvalidInputError(
+            f"the URL names repo {url.repo!r} and --name says {args.name!r}: name it once"
+        )
+    return url
 
 
 def remember_url_secrets(url: str) -> None:
@@ -156,7 +194,9 @@ def add_lake_args(sp: argparse.ArgumentParser, *operands: Operand) -> None:
     sp.add_argument("words_", nargs="*", metavar="ARG", help=argparse.SUPPRESS)
     g = sp.add_argument_group("positional arguments")
     lines = [
-        f"LAKE: the repo directory (default {DEFAULT_LAKE}); leave it out with --catalog",
+        f"LAKE: the repo directory (default {DEFAULT_LAKE}) or a version URL "
+        "(zarrlake+file:///path or zarrlake+postgresql://host/db?repo=NAME); leave it out "
+        "with --catalog",
         *(f"{o.name}: {o.help}" for o in operands),
     ]
     g.description = "\n".join(lines)

@@ -28,8 +28,8 @@ def _cmd_log(args: argparse.Namespace) -> int:
     from zarrlake.cli._graph import graph_lines
     from zarrlake.display._base import fmt_time
 
-    repo = open_repo(args)
-    ref = args.ref_operand or args.ref
+    repo = open_repo(args, version=True)
+    ref = args.ref_operand or args.url_ref or args.ref
     if args.graph:
         graph = repo.graph([ref], limit=args.n)
         commits = [r.commit for r in graph.rows]
@@ -67,8 +67,8 @@ def _cmd_log(args: argparse.Namespace) -> int:
 def _cmd_show(args: argparse.Namespace) -> int:
     from zarrlake.display import chunk_grids, commit_text, diff_text
 
-    repo = open_repo(args)
-    info = repo.commit_info(args.ref_operand or "main")
+    repo = open_repo(args, version=True)
+    info = repo.commit_info(args.ref_operand or args.url_ref or "main")
     d = repo.diff(info.parents[0], info.id) if info.parents else None
     if args.json:
         emit_json({"commit": commit_json(info), "diff": diff_json(d) if d is not None else None})

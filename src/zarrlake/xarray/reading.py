@@ -1,5 +1,6 @@
 """Reading: open a group of a repo as a Dataset, and the history of a Dataset's data."""
 
+import os
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -14,6 +15,7 @@ from zarrlake.model.diff import Diff
 from zarrlake.repo import Repo
 from zarrlake.session import Session
 from zarrlake.types import CommitInfo
+from zarrlake.urls import VersionURL, open_version
 from zarrlake.xarray.provenance import (
     Provenance,
     meta_key,
@@ -29,7 +31,7 @@ __all__ = ["branch", "checkout", "diff", "log", "open_dataset", "status"]
 
 
 def open_dataset(
-    repo: Repo,
+    repo: Repo | str | os.PathLike[str] | VersionURL,
     ref: str | datetime | None = None,
     *,
     group: str | None = None,
@@ -42,7 +44,9 @@ def open_dataset(
     Parameters
     ----------
     repo
-        The repo.
+        The repo; or a version URL (``"zarrlake+file:///data/lake#ref=v1&group=ocean"``,
+        whose ref and group apply unless given here as well, where they must agree) or a
+        lake directory, opened here.
     ref
         A branch, tag, commit id (or unique prefix), or a ``datetime``: the head ``branch``
         had at that time. Default: the head of ``branch`` (default ``"main"``).
@@ -61,11 +65,21 @@ def open_dataset(
     xarray.Dataset
         With its :class:`Provenance` in ``ds.encoding["zarrlake"]``.
     """
-    if not isinstance(repo, Repo):
+    if not isinstance(repo, Repo | str | os.PathLike | VersionURL):
         raise InvalidInputError(
-            f"open_dataset takes a zarrlake.Repo, got {type(repo).__name__}; "
-            "open one with zarrlake.Repo.open(...)"
+            f"open_dataset takes a zarrlake.Repo, a version URL or a lake directory, got "
+            f"{type(repo).__name__}"
         )
+    if not isinstance(repo, Repo):
+        named = ref if isinstance(ref, str) else None
+        repo, found, group = open_version(repo, ref=named, group=group)
+        if found is not None and named is None:
+            if ref is not None or branch is not None or session is not None:
+                raise InvalidInputError(
+                    "the version URL names a ref: drop ref=, branch= and session=, "
+                    "or the URL's #ref="
+                )
+            ref = found
     group = normalize_group(group)
     if session is not None:
         if ref is not None or branch is not None:
@@ -79,15 +93,8 @@ def open_dataset(
     elif ref is not None and branch is not None:
         raise InvalidInputError("give either ref= or branch=, not both")
     else:
-        name = branch or ref or "main"
-        if name in repo.branches():
-            branch = name
-            s = repo.readonly_session(branch=name)
-        else:
-            s = repo.readonly_session(name)
-    if s.locate(meta_key(group)) is None:
-        where = f"session {s.id}" if session is not None else f"commit {s.base_commit[:10]}"
-        raise NotFoundError(f"no group {group or '/'!r} in {where} of repo {repo.name!r}")
+        s = read_session(repo, branch or ref)
+    check_group(s, group, repo.name)
     writable = not s.read_only
     store = s.store.with_read_only(True)
     kwargs.setdefault("consolidated", False)
@@ -101,6 +108,22 @@ def open_dataset(
         session=s.id if writable else None,
     )
     return with_provenance(ds, prov)
+
+
+def read_session(repo: Repo, ref: str | None = None) -> Session:
+    """A read-only session of ``ref`` (default ``main``); a branch named as such is
+    remembered as the session's branch (where ``ds.lake.commit`` writes)."""
+    name = ref or "main"
+    if name in repo.branches():
+        return repo.readonly_session(branch=name)
+    return repo.readonly_session(name)
+
+
+def check_group(s: Session, group: str | None, repo_name: str) -> None:
+    """Raise :class:`NotFoundError` unless ``group`` is a node of the session's view."""
+    if s.locate(meta_key(group)) is None:
+        where = f"session {s.id}" if s.id is not None else f"commit {s.base_commit[:10]}"
+        raise NotFoundError(f"no group {group or '/'!r} in {where} of repo {repo_name!r}")
 
 
 def checkout(ds: xr.Dataset, ref: str | datetime, **kwargs: Any) -> xr.Dataset:

@@ -27,6 +27,7 @@ class Dashboard(Viewer):
     ``repo`` may be a :class:`zarrlake.Repo` or a function that opens one: then opening
     happens after the page appears, and a failure (no lake there, catalog unreachable) is a
     message on the page. Writes exist only with ``allow_writes``, and each needs ``token``.
+    ``gateway`` is the path where the server runs the Zarr gateway, if it does.
     """
 
     page = param.Selector(default="overview", objects=PAGES)  # type: ignore[var-annotated]
@@ -37,10 +38,12 @@ class Dashboard(Viewer):
         *,
         allow_writes: bool = False,
         token: str | None = None,
+        gateway: str | None = None,
         **params: Any,
     ) -> None:
         super().__init__(**params)
         self._source = repo
+        self.gateway = gateway
         self.writes = Writes(allow_writes, token)
         self.views: dict[str, Any] = {}
         self.error: BaseException | None = None
@@ -64,7 +67,7 @@ class Dashboard(Viewer):
 
         try:
             repo = self._source if isinstance(self._source, Repo) else self._source()
-            self.ctx = Context(repo, self.writes)
+            self.ctx = Context(repo, self.writes, self.gateway)
             repo.branches()  # reach the catalog now: an unreachable one fails here, clearly
         except Exception as exc:
             self.error = exc

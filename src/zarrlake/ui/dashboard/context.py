@@ -13,8 +13,11 @@ __all__ = ["Context"]
 class Context:
     """Per browser session (never a module global): pages read the lake through this."""
 
-    def __init__(self, repo: Repo, writes: Writes | None = None) -> None:
+    def __init__(
+        self, repo: Repo, writes: Writes | None = None, gateway: str | None = None
+    ) -> None:
         self.repo = repo
+        self.gateway = gateway  # the path the server's Zarr gateway answers at, if it runs one
         self.reader = LakeReader(repo)
         self.writes = writes or Writes()
         self._graph: Graph | None = None

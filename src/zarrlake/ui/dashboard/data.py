@@ -13,6 +13,7 @@ import xarray as xr
 from panel.viewable import Viewer
 
 from zarrlake.ui.dashboard.context import Context
+from zarrlake.ui.dashboard.links import VersionLinks
 from zarrlake.ui.dashboard.markup import error_alert, html, html_pane
 from zarrlake.ui.dashboard.reader import ArrayInfo
 from zarrlake.ui.dashboard.slices import MAX_VALUES, format_slice, parse_slice
@@ -46,6 +47,7 @@ class DataView(Viewer):
         self.plot = pn.pane.HoloViews(sizing_mode="stretch_width", css_classes=["zl-data-plot"])
         self.message = pn.Column()
         self.caption = html_pane("", css_classes=["zl-data-caption"])
+        self.links = VersionLinks(ctx)
         self._on_ref()
 
     @param.depends("ref", watch=True)
@@ -72,6 +74,7 @@ class DataView(Viewer):
 
     @param.depends("array", watch=True)
     def _on_array(self) -> None:
+        self.links.point(self.ref, self.array)
         if not self.array:
             return
         try:
@@ -159,5 +162,6 @@ class DataView(Viewer):
             self.message,
             self.caption,
             self.plot,
+            self.links,
             sizing_mode="stretch_width",
         )

@@ -36,6 +36,19 @@ def _free_port(host: str) -> int:
         return int(s.getsockname()[1])
 
 
+GATEWAY_PATH = "/zarr"
+
+
+def _gateway_routes(repo: RepoSource, prefix: str) -> tuple[list[Any], str | None]:
+    """The gateway's rules under ``/zarr`` and the path it answers at, or none without the
+    gateway extra."""
+    try:
+        from zarrlake.gateway import Lake, routes
+    except ImportError:
+        return [], None
+    return routes(Lake.for_repo(repo), GATEWAY_PATH, outer=prefix), prefix + GATEWAY_PATH
+
+
 def serve(
     repo: RepoSource,
     *,
@@ -47,6 +60,7 @@ def serve(
     ready: Callable[[Served], None] | None = None,
     prefix: str = "",
     websocket_origin: str | list[str] | None = None,
+    gateway: bool = True,
 ) -> None:
     """Serve the dashboard of ``repo`` (a Repo, or a function opening one) until stopped.
 
@@ -54,7 +68,9 @@ def serve(
     server listens (how the CLI prints the address and how tests learn it and stop it).
     Every browser session gets its own :class:`Dashboard`. Behind a proxy, ``prefix`` is the
     path the proxy serves it at and ``websocket_origin`` the pages allowed to connect
-    (default: this server's own address).
+    (default: this server's own address). With ``gateway`` (and the gateway extra), every
+    version is also served read-only as Zarr v3 under ``/zarr/<repo>/<ref>/``
+    (:mod:`zarrlake.gateway`), and the data page's links point there.
     """
     from tornado.ioloop import IOLoop
 
@@ -73,13 +89,16 @@ def serve(
         asyncio.set_event_loop(asyncio.new_event_loop())
     loop = IOLoop.current()
 
+    prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
+    extra, mounted = _gateway_routes(repo, prefix) if gateway else ([], None)
+
     def app() -> Any:
-        return Dashboard(repo, allow_writes=allow_writes, token=token).template()
+        board = Dashboard(repo, allow_writes=allow_writes, token=token, gateway=mounted)
+        return board.template()
 
     if websocket_origin is None:
         own = [f"{h}:{port}" for h in {host, "127.0.0.1", "localhost"}]
         websocket_origin = own if host not in ("0.0.0.0", "::") else "*"
-    prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
     server = pn.serve(
         {"/": app},
         address=host,
@@ -94,6 +113,7 @@ def serve(
         verbose=False,
         check_unused_sessions=2000,
         unused_session_lifetime=5000,
+        extra_patterns=extra,
     )
     server.start()
     shown = "localhost" if host in ("0.0.0.0", "::") else host
