@@ -37,8 +37,11 @@ from zarrlake.errors import (
     SessionClosedError,
     SessionError,
     SessionExpiredError,
+    SourceChangedError,
+    SourceUnavailableError,
     StorageError,
     UnalignedWriteError,
+    VirtualSourceError,
     ZarrlakeError,
 )
 from zarrlake.maintenance import ExpireReport, ExportReport, FsckIssue, FsckReport, GCReport
@@ -99,8 +102,11 @@ __all__ = [
     "SessionError",
     "SessionExpiredError",
     "SessionInfo",
+    "SourceChangedError",
+    "SourceUnavailableError",
     "StorageError",
     "UnalignedWriteError",
+    "VirtualSourceError",
     "WritableSession",
     "ZarrlakeError",
     "__version__",

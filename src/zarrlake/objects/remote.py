@@ -27,7 +27,7 @@ from zarrlake.errors import ObjectMissingError, StorageError, ZarrlakeError
 from zarrlake.objects.base import ObjectInfo, ObjectStore, object_key, verified_cache
 from zarrlake.objects.retries import Deadline, retrying, retrying_async, s3_deadline
 
-__all__ = ["FsspecObjectStore"]
+__all__ = ["FsspecObjectStore", "fsspec_options"]
 
 
 _S3 = ("s3", "s3a")  # the protocols (and URL schemes) of s3fs
@@ -46,7 +46,7 @@ _botocore: list[Any] = []  # the process's botocore session for s3fs, once made
 _botocore_lock = threading.Lock()
 
 
-def _fs_options(url: str, options: dict[str, Any]) -> dict[str, Any]:
+def fsspec_options(url: str, options: dict[str, Any]) -> dict[str, Any]:
     """``options`` for fsspec; for S3, with one botocore session per process.
 
     s3fs makes a botocore session for each filesystem it does not find in its cache, and a
@@ -99,7 +99,7 @@ class FsspecObjectStore(ObjectStore):
         self.storage_options = dict(storage_options or {})
         try:
             self.fs, self.prefix = fsspec.core.url_to_fs(
-                self.url, **_fs_options(self.url, self.storage_options)
+                self.url, **fsspec_options(self.url, self.storage_options)
             )
         except (ImportError, ValueError) as exc:
             raise StorageError(
