@@ -59,7 +59,24 @@ def catalog_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'catalog.db'}"
     _need_postgres()
+    _pg_schema_current()
     return PG_URL
+
+
+_upgraded: list[str] = []
+
+
+def _pg_schema_current() -> None:
+    """The shared PostgreSQL test catalog at this release's schema version: one left by a run
+    of an earlier version is upgraded once per test run (a fresh database is created at the
+    current version by the first repo made in it)."""
+    if PG_URL in _upgraded:
+        return
+    _upgraded.append(PG_URL)
+    try:
+        zarrlake.upgrade_catalog(catalog=PG_URL)
+    except zarrlake.ZarrlakeError:
+        pass  # no catalog there yet
 
 
 @pytest.fixture

@@ -103,31 +103,30 @@ def normalize_url(url: str) -> str:
         raise _refuse(str(url), "it is not a non-empty string")
     if any(ord(c) < 32 or c == "\x7f" for c in url) or "\\" in url:
         raise _refuse(url, "it holds control characters or backslashes")
-    if url.startswith("/"):
-        url = "file://" + url
-    parts = urlsplit(url)
+    given = url
+    parts = urlsplit("file://" + url if url.startswith("/") else url)
     scheme = parts.scheme.lower()
     if scheme not in SCHEMES:
-        raise _refuse(url, f"scheme {parts.scheme or '(none)'!r} is not one of {SCHEMES}")
+        raise _refuse(given, f"scheme {parts.scheme or '(none)'!r} is not one of {SCHEMES}")
     if parts.query or parts.fragment or "?" in url or "#" in url:
-        raise _refuse(url, "it has a query or a fragment")
+        raise _refuse(given, "it has a query or a fragment")
     if "@" in parts.netloc:
-        raise _refuse(url, "it names a user")
+        raise _refuse(given, "it names a user")
     if scheme == "file" and parts.netloc not in ("", "localhost"):
-        raise _refuse(url, "a file URL must name no host")
+        raise _refuse(given, "a file URL must name no host")
     if scheme != "file" and not parts.netloc:
-        raise _refuse(url, "it names no host or bucket")
+        raise _refuse(given, "it names no host or bucket")
     path = parts.path
     decoded = unquote(path)
     if "%" in decoded and unquote(decoded) != decoded:
-        raise _refuse(url, "it is percent-encoded twice")
+        raise _refuse(given, "it is percent-encoded twice")
     if not decoded.startswith("/"):
-        raise _refuse(url, "its path is not absolute")
+        raise _refuse(given, "its path is not absolute")
     segments = decoded.split("/")[1:]
     if any(s in (".", "..") for s in segments) or "" in segments[:-1]:
-        raise _refuse(url, "its path has '.', '..' or empty segments")
+        raise _refuse(given, "its path has '.', '..' or empty segments")
     if posixpath.normpath(decoded) != decoded.rstrip("/") and decoded != "/":
-        raise _refuse(url, "its path is not in normal form")
+        raise _refuse(given, "its path is not in normal form")
     host = parts.netloc.lower() if scheme != "file" else ""
     return f"{scheme}://{host}{decoded}"
 
