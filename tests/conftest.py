@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import uuid
@@ -73,10 +74,8 @@ def _pg_schema_current() -> None:
     if PG_URL in _upgraded:
         return
     _upgraded.append(PG_URL)
-    try:
+    with contextlib.suppress(zarrlake.ZarrlakeError):  # no catalog there yet
         zarrlake.upgrade_catalog(catalog=PG_URL)
-    except zarrlake.ZarrlakeError:
-        pass  # no catalog there yet
 
 
 @pytest.fixture

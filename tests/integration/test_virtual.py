@@ -70,7 +70,8 @@ def test_a_changed_source_is_an_error_naming_source_and_commit(make_repo, archiv
         zarrlake.open_dataset(repo, "main", group="obs").temp.load()
     assert info.value.url == f"file://{path}"
     assert info.value.commit == commit
-    assert commit in str(info.value) and str(path) in str(info.value)
+    assert commit in str(info.value)
+    assert str(path) in str(info.value)
     report = repo.fsck()
     assert [(i.kind, i.source) for i in report.issues] == [("changed_source", f"file://{path}")]
 
