@@ -225,34 +225,36 @@ class S3Source(_Remote):
 
     async def _stat(self, url: str) -> VirtualSource:
         bucket, key = self._split(url)
+        client = await self.fs.set_session()
         try:
-            head = await self.fs._call_s3("head_object", Bucket=bucket, Key=key)
-        except FileNotFoundError as exc:
-            raise unavailable(url, "no such object") from exc
+            head = await client.head_object(Bucket=bucket, Key=key)
+        except Exception as exc:
+            if _status(exc) in (403, 404):
+                raise unavailable(url, f"no such object (HTTP {_status(exc)})") from exc
+            raise
         return VirtualSource(url, int(head["ContentLength"]), etag=str(head["ETag"]))
 
     async def _read(self, source: VirtualSource, start: int, end: int) -> bytes:
         bucket, key = self._split(source.url)
+        client = await self.fs.set_session()
         try:
-            resp = await self.fs._call_s3(
-                "get_object",
+            resp = await client.get_object(
                 Bucket=bucket,
                 Key=key,
                 Range=f"bytes={start}-{end - 1}",
                 IfMatch=source.etag or "*",
             )
-        except FileNotFoundError as exc:
-            raise unavailable(source.url, "no such object") from exc
-        except OSError as exc:
-            if _status(exc) == 412:
+        except Exception as exc:
+            status = _status(exc)
+            if status in (403, 404):
+                raise unavailable(source.url, f"no such object (HTTP {status})") from exc
+            if status == 412:
                 raise changed(source, "another ETag") from exc
-            if _status(exc) == 416:
+            if status == 416:
                 raise changed(source, f"fewer than {end} bytes") from exc
             raise
-        try:
-            return bytes(await resp["Body"].read())
-        finally:
-            resp["Body"].close()
+        async with resp["Body"] as body:
+            return bytes(await body.read())
 
 
 class HttpSource(_Remote):
