@@ -54,6 +54,7 @@ from zarrlake.store import LakeStore
 from zarrlake.types import CommitInfo, RefLogEntry, RepoConfig, SessionInfo
 
 if TYPE_CHECKING:
+    from zarrlake.virtual import import_zarr as import_zarr
     from zarrlake.xarray import open_dataset as open_dataset
 
 __version__ = "0.1.0"
@@ -110,13 +111,14 @@ __all__ = [
     "WritableSession",
     "ZarrlakeError",
     "__version__",
+    "import_zarr",
     "upgrade_catalog",
 ]
 
 _xarray_hook.install()
 
 # Loaded on first use, so that ``import zarrlake`` stays fast and works without xarray.
-_LAZY = {"open_dataset": "zarrlake.xarray"}
+_LAZY = {"open_dataset": "zarrlake.xarray", "import_zarr": "zarrlake.virtual"}
 
 
 def __getattr__(name: str) -> Any:
