@@ -97,7 +97,7 @@ def object_files(repo: zarrlake.Repo) -> list[Path]:
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def catalog_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A catalog URL: a fresh SQLite file, or the shared PostgreSQL test database."""
+    """A catalog URL: a fresh SQLite file, or the test run's PostgreSQL database."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'catalog.db'}"
     _need_postgres()

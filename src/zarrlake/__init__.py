@@ -37,8 +37,11 @@ from zarrlake.errors import (
     SessionClosedError,
     SessionError,
     SessionExpiredError,
+    SourceChangedError,
+    SourceUnavailableError,
     StorageError,
     UnalignedWriteError,
+    VirtualSourceError,
     ZarrlakeError,
 )
 from zarrlake.maintenance import ExpireReport, ExportReport, FsckIssue, FsckReport, GCReport
@@ -52,6 +55,7 @@ from zarrlake.types import CommitInfo, RefLogEntry, RepoConfig, SessionInfo
 from zarrlake.urls import VersionURL, parse_url, version_url
 
 if TYPE_CHECKING:
+    from zarrlake.virtual import import_zarr as import_zarr
     from zarrlake.xarray import open_dataset as open_dataset
 
 __version__ = "0.1.0"
@@ -100,12 +104,16 @@ __all__ = [
     "SessionError",
     "SessionExpiredError",
     "SessionInfo",
+    "SourceChangedError",
+    "SourceUnavailableError",
     "StorageError",
     "UnalignedWriteError",
     "VersionURL",
+    "VirtualSourceError",
     "WritableSession",
     "ZarrlakeError",
     "__version__",
+    "import_zarr",
     "parse_url",
     "upgrade_catalog",
     "version_url",
@@ -114,7 +122,7 @@ __all__ = [
 _xarray_hook.install()
 
 # Loaded on first use, so that ``import zarrlake`` stays fast and works without xarray.
-_LAZY = {"open_dataset": "zarrlake.xarray"}
+_LAZY = {"open_dataset": "zarrlake.xarray", "import_zarr": "zarrlake.virtual"}
 
 
 def __getattr__(name: str) -> Any:

@@ -41,8 +41,11 @@ __all__ = [
     "SessionClosedError",
     "SessionError",
     "SessionExpiredError",
+    "SourceChangedError",
+    "SourceUnavailableError",
     "StorageError",
     "UnalignedWriteError",
+    "VirtualSourceError",
     "ZarrlakeError",
 ]
 
@@ -100,6 +103,22 @@ class UnalignedWriteError(InvalidInputError):
     """
 
     kind = "unaligned_write"
+
+
+class VirtualSourceError(InvalidInputError):
+    """A virtual chunk reference names a place it may not point at: a scheme other than
+    ``file``, ``s3``, ``http(s)``, a path that climbs (``..``), or a URL under none of the
+    repo's allowed prefixes (``repo.allow_virtual_source``), or it spans bytes past the end of
+    its source. ``url`` is the reference's URL."""
+
+    kind = "virtual_source"
+
+    def __init__(self, message: str, *, url: str = "") -> None:
+        super().__init__(message)
+        self.url = url
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_with, (type(self), self.args[0], self.__dict__))
 
 
 # -- the thing is not there, or already is ---------------------------------------------------
@@ -303,6 +322,34 @@ class ObjectMissingError(StorageError, FileNotFoundError):
     """A chunk object referenced by a commit or session is missing from the object store."""
 
     kind = "object_missing"
+
+
+class SourceUnavailableError(StorageError):
+    """The source of a virtual chunk is missing or cannot be read. ``url`` names it."""
+
+    kind = "source_unavailable"
+
+    def __init__(self, message: str, *, url: str = "") -> None:
+        super().__init__(message)
+        self.url = url
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_with, (type(self), self.args[0], self.__dict__))
+
+
+class SourceChangedError(StorageError):
+    """The source of a virtual chunk is not the version it was when the reference was
+    committed (another size, ETag or modification time): its bytes are refused rather than
+    returned. ``url`` names the source, ``commit`` the commit being read (when known)."""
+
+    kind = "source_changed"
+
+    def __init__(self, message: str, *, url: str = "", commit: str | None = None) -> None:
+        super().__init__(message)
+        self.url, self.commit = url, commit
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_with, (type(self), self.args[0], self.__dict__))
 
 
 class CatalogError(ZarrlakeError):

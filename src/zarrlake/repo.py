@@ -24,7 +24,9 @@ from zarrlake.model import Solver
 from zarrlake.model.diff import Diff
 from zarrlake.model.graph import CommitGraph
 from zarrlake.model.preview import MergePreview
+from zarrlake.model.virtual import normalize_prefix
 from zarrlake.objects.local import make_directory
+from zarrlake.objects.sources import split_secrets
 from zarrlake.session import (
     DEFAULT_EXPIRY,
     MAX_EXPIRY,
@@ -45,6 +47,7 @@ from zarrlake.types import (
     validate_name,
     validate_text,
 )
+from zarrlake.virtual import VirtualSourcesMixin, allow_sources
 
 __all__ = ["Repo", "RepoConfig", "upgrade_catalog"]
 
@@ -87,7 +90,7 @@ def upgrade_catalog(
     return catalog_upgrade(catalog)
 
 
-class Repo:
+class Repo(VirtualSourcesMixin):
     """One versioned Zarr hierarchy in a catalog.
 
     Use :meth:`create` or :meth:`open`::
@@ -113,6 +116,7 @@ class Repo:
         storage_options: dict[str, Any] | None,
         verify_reads: bool,
         strict_metadata: bool,
+        source_options: dict[str, dict[str, Any]] | None = None,
     ) -> tuple[RepoConfig, Path | None]:
         validate_name(name, "repo name")
         if location is not None:
@@ -127,8 +131,9 @@ class Repo:
             )
         else:
             path = None
+        sources = {normalize_prefix(p): dict(o) for p, o in (source_options or {}).items()}
         return RepoConfig(
-            catalog, name, dict(storage_options or {}), verify_reads, strict_metadata
+            catalog, name, dict(storage_options or {}), verify_reads, strict_metadata, sources
         ), path
 
     @classmethod
@@ -143,6 +148,7 @@ class Repo:
         author: str | None = None,
         verify_reads: bool = True,
         strict_metadata: bool = True,
+        virtual_sources: dict[str, dict[str, Any]] | None = None,
     ) -> Repo:
         """Create a repo.
 
@@ -164,9 +170,13 @@ class Repo:
             for a chunk written before checksums (:class:`ChunkCorruptionError`).
         strict_metadata
             Refuse ``zarr.json`` documents that are not Zarr v3 metadata.
+        virtual_sources
+            Prefixes virtual chunk references may point under, each with its options (see
+            :meth:`allow_virtual_source`; credentials among them are never stored).
         """
+        secrets = {p: split_secrets(o)[1] for p, o in (virtual_sources or {}).items()}
         config, path = cls._config(
-            location, catalog, name, storage_options, verify_reads, strict_metadata
+            location, catalog, name, storage_options, verify_reads, strict_metadata, secrets
         )
         if path is not None:
             make_directory(path)
@@ -181,6 +191,7 @@ class Repo:
             if "://" not in storage_url:
                 storage_url = str(Path(storage_url).expanduser().absolute())
         core = create_core(config, storage_url, _author(author))
+        allow_sources(core, virtual_sources or {})
         return cls(core)
 
     @classmethod
@@ -193,10 +204,12 @@ class Repo:
         storage_options: dict[str, Any] | None = None,
         verify_reads: bool = True,
         strict_metadata: bool = True,
+        source_options: dict[str, dict[str, Any]] | None = None,
     ) -> Repo:
-        """Open an existing repo (see :meth:`create` for the parameters)."""
+        """Open an existing repo (see :meth:`create` for the parameters); ``source_options``
+        gives, per allowed virtual-source prefix, the options never stored (credentials)."""
         config, path = cls._config(
-            location, catalog, name, storage_options, verify_reads, strict_metadata
+            location, catalog, name, storage_options, verify_reads, strict_metadata, source_options
         )
         if path is not None and not (path / CATALOG_FILE).exists():
             raise NotFoundError(

@@ -271,6 +271,8 @@ class RepoConfig:
     storage_options: dict[str, Any] = field(default_factory=dict)
     verify_reads: bool = True
     strict_metadata: bool = True
+    # allowed virtual-source prefix -> options for it that are never stored (credentials)
+    source_options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         parse_catalog_url(self.catalog)  # refused before anything is created or opened
@@ -282,11 +284,18 @@ class RepoConfig:
             repr(sorted(self.storage_options.items())),
             self.verify_reads,
             self.strict_metadata,
+            repr(sorted((p, sorted(o.items())) for p, o in self.source_options.items())),
         )
 
     def __repr__(self) -> str:
         return (
             f"RepoConfig(catalog={safe_url(self.catalog)!r}, name={self.name!r}, "
             f"storage_options={_mask(self.storage_options)!r}, verify_reads={self.verify_reads}, "
-            f"strict_metadata={self.strict_metadata})"
+            f"strict_metadata={self.strict_metadata}"
+            + (
+                f", source_options={ {p: dict.fromkeys(o, '***') for p, o in self.source_options.items()}!r}"
+                if self.source_options
+                else ""
+            )
+            + ")"
         )

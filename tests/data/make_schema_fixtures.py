@@ -58,6 +58,7 @@ SOURCES = {
     3: "150d615",
     4: "98874cf",
     5: "1397a38",
+    6: "fb66550",
 }
 PLACEHOLDER = "@@STORAGE@@"
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"

@@ -30,8 +30,11 @@ from zarrlake.errors import (
     SessionClosedError,
     SessionError,
     SessionExpiredError,
+    SourceChangedError,
+    SourceUnavailableError,
     StorageError,
     UnalignedWriteError,
+    VirtualSourceError,
     ZarrlakeError,
 )
 
@@ -45,6 +48,7 @@ TREE: dict[type[BaseException], tuple[str, tuple[type, ...]]] = {
     InvalidRefError: ("invalid_ref", (InvalidInputError,)),
     EmptyCommitError: ("empty_commit", (InvalidInputError,)),
     UnalignedWriteError: ("unaligned_write", (InvalidInputError,)),
+    VirtualSourceError: ("virtual_source", (InvalidInputError,)),
     NotFoundError: ("not_found", (ZarrlakeError, LookupError)),
     AlreadyExistsError: ("already_exists", (ZarrlakeError,)),
     SessionError: ("session", (ZarrlakeError,)),
@@ -57,6 +61,8 @@ TREE: dict[type[BaseException], tuple[str, tuple[type, ...]]] = {
     StorageError: ("storage", (ZarrlakeError,)),
     ChunkCorruptionError: ("chunk_corruption", (StorageError,)),
     ObjectMissingError: ("object_missing", (StorageError, FileNotFoundError)),
+    SourceUnavailableError: ("source_unavailable", (StorageError,)),
+    SourceChangedError: ("source_changed", (StorageError,)),
     CatalogError: ("catalog", (ZarrlakeError,)),
     SchemaVersionError: ("schema_version", (CatalogError,)),
 }

@@ -31,6 +31,7 @@ LAYERS: dict[str, int] = {
     "zarrlake.history": 4,
     "zarrlake.maintenance": 4,
     "zarrlake.repo": 5,
+    "zarrlake.virtual": 5,
     "zarrlake": 6,
     "zarrlake.urls": 6,
     "zarrlake.xarray": 7,

@@ -24,6 +24,7 @@ from zarrlake.catalog.nodes import NodeQueries
 from zarrlake.catalog.refs import RefQueries
 from zarrlake.catalog.schema import SCHEMA_VERSION, repos
 from zarrlake.catalog.sessions import SessionQueries
+from zarrlake.catalog.sources import SourceQueries
 from zarrlake.catalog.writer import CommitWriter, write_first_commit
 from zarrlake.errors import AlreadyExistsError, NotFoundError
 from zarrlake.model.records import CommitRecord
@@ -53,6 +54,7 @@ class RepoCatalog:
         self.sessions = SessionQueries(db, repo_id)
         self.nodes = NodeQueries(db, repo_id)
         self.gc = GcQueries(db, repo_id)
+        self.sources = SourceQueries(db, repo_id)
 
     @property
     def catalog_id(self) -> str:

@@ -89,7 +89,9 @@ class CatalogDb:
         self._file_id: tuple[int, int] | None = None
         self._now = dia.now_sql(self.dialect)
         self.upsert_staged = dia.upsert(
-            staged, self.dialect, ["hash", "length", "inline", "pack", "pack_offset", "crc"]
+            staged,
+            self.dialect,
+            ["hash", "length", "inline", "pack", "pack_offset", "crc", "source"],
         )
         # Writing a blob that exists refreshes its created_at: garbage collection deletes a
         # blob only if it was not written again since it was marked (docs/history.md).

@@ -64,6 +64,7 @@ class GcQueries(Scoped):
                     sessions.c.status == "open",
                     sessions.c.expires_at > now,
                     staged.c.hash.is_not(None),
+                    staged.c.source.is_(None),  # a virtual chunk names no object
                 )
             ).all()
         chunks = [r for r in rows if r.kind in ("chunk", "raw") and r.obj]

@@ -18,6 +18,7 @@ __all__ = [
     "NodeStore",
     "RefStore",
     "SessionStore",
+    "SourceStore",
 ]
 
 Nodes = dict[bytes, tuple[str, bytes]]
@@ -146,6 +147,13 @@ class GcStore(Protocol):
     def purge_tombstones(self) -> int: ...
 
 
+class SourceStore(Protocol):
+    """Where virtual chunk references may point: allowed prefix -> non-secret options."""
+
+    def all(self) -> dict[str, dict[str, Any]]: ...
+    def allow(self, prefix: str, options: dict[str, Any]) -> None: ...
+
+
 class CatalogApi(Protocol):
     """One repo's catalog: a store per concern, the catalog's clock and identity."""
 
@@ -163,6 +171,8 @@ class CatalogApi(Protocol):
     def nodes(self) -> NodeStore: ...
     @property
     def gc(self) -> GcStore: ...
+    @property
+    def sources(self) -> SourceStore: ...
     @property
     def catalog_id(self) -> str: ...
     def clock(self) -> float: ...

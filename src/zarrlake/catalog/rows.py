@@ -14,6 +14,7 @@ import zarrlake.catalog.dialect as dia
 from zarrlake.catalog.schema import commits, refs
 from zarrlake.model.manifest import ChunkRef
 from zarrlake.model.records import CommitRecord, SessionRecord, StagedEntry
+from zarrlake.model.virtual import VirtualSource
 from zarrlake.types import ChunkCoords
 
 __all__ = [
@@ -92,7 +93,14 @@ def _text_coords(text: str) -> ChunkCoords:
 
 def staged_entry(r: Any) -> StagedEntry:
     ref = None
-    if r.hash is not None:
+    if r.hash is not None and r.source is not None:
+        ref = ChunkRef(
+            bytes(r.hash),
+            int(r.length),
+            offset=int(r.pack_offset or 0),
+            source=VirtualSource.decode(r.source),
+        )
+    elif r.hash is not None:
         ref = ChunkRef(
             bytes(r.hash),
             int(r.length),
@@ -125,8 +133,11 @@ def staged_values(session_id: str, entries: Iterable[StagedEntry]) -> list[dict[
                 "length": 0 if ref is None else ref.length,
                 "inline": None if ref is None else ref.inline,
                 "pack": None if ref is None else ref.pack,
-                "pack_offset": None if ref is None or ref.pack is None else ref.offset,
+                "pack_offset": None
+                if ref is None or (ref.pack is None and ref.source is None)
+                else ref.offset,
                 "crc": None if ref is None else ref.crc,
+                "source": None if ref is None or ref.source is None else ref.source.encode(),
             }
         )
     return out

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 __all__ = ["SCHEMA_VERSION", "metadata", "tune_storage"]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 metadata = sa.MetaData()
 
@@ -108,7 +108,9 @@ sessions = sa.Table(
 # A session's writes. kind: "meta" (key "", hash of a metadata document), "drop" (key "", the
 # base node is removed), "chunk" (key "1,2,3"), "raw" (key = store key). hash NULL with inline
 # NULL is a tombstone. A packed chunk (version 4) names its pack and its offset in it; crc
-# (version 5) is a stored chunk's CRC32C, which reads check.
+# (version 5) is a stored chunk's CRC32C, which reads check. A virtual chunk (version 6) has
+# its source record (JSON: URL, size, ETag or modification stamp) in source and its offset in
+# that source in pack_offset; its hash is the reference's identity, not an object's name.
 staged = sa.Table(
     "zl_staged",
     metadata,
@@ -122,6 +124,20 @@ staged = sa.Table(
     sa.Column("pack", Hash, nullable=True),
     sa.Column("pack_offset", sa.BigInteger, nullable=True),
     sa.Column("crc", sa.BigInteger, nullable=True),
+    sa.Column("source", sa.Text, nullable=True),
+)
+
+# Where a repo's virtual chunk references may point (version 6): URL prefixes (normalized,
+# ending with "/") and, per prefix, the options to read them with that are not secrets
+# (endpoint, region, anonymous access...). Credentials are never stored here: they are given
+# when the repo is opened (source_options=), like storage_options.
+virtual_sources = sa.Table(
+    "zl_virtual_sources",
+    metadata,
+    sa.Column("repo_id", sa.Integer, primary_key=True),
+    sa.Column("prefix", sa.String(1024), primary_key=True),
+    sa.Column("options", sa.Text, nullable=False, server_default="{}"),
+    sa.Column("created_at", sa.Float, nullable=False),
 )
 
 # What a serializable session read: key "" is the node's metadata, else chunk coords "1,2".

@@ -26,6 +26,7 @@ from zarrlake.errors import ObjectMissingError
 from zarrlake.model import ChunkRef, Root, content_hash
 from zarrlake.model.records import CommitRecord
 from zarrlake.objects import ObjectStore, open_object_store
+from zarrlake.objects.sources import SourceReader
 from zarrlake.types import RepoConfig, new_commit_id
 
 __all__ = ["RepoCore", "create_core", "forget_cores", "open_core", "resolve_storage"]
@@ -40,6 +41,14 @@ class RepoCore:
     storage: str  # as the catalog records it
     objects: ObjectStore
     reader: CatalogReader
+    sources: SourceReader = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        # the gate and reader of virtual chunks' sources (allowed prefixes from the catalog,
+        # secret options from the configuration)
+        object.__setattr__(
+            self, "sources", SourceReader(self.catalog.sources.all, self.config.source_options)
+        )
 
     @property
     def repo_id(self) -> int:
@@ -68,7 +77,10 @@ class RepoCore:
 
     def read_chunk(self, ref: ChunkRef, start: int | None = None, end: int | None = None) -> bytes:
         """A chunk stored as an object or in a pack, verified; a packed chunk whose pack gc
-        replaced is read where gc moved it (the catalog is asked only then)."""
+        replaced is read where gc moved it (the catalog is asked only then); a virtual chunk
+        read from its source, if the source is allowed and unchanged."""
+        if ref.source is not None:
+            return self.sources.read(ref, start, end)
         try:
             return self.objects.read_chunk(ref, start, end)
         except ObjectMissingError:
@@ -81,6 +93,8 @@ class RepoCore:
         self, ref: ChunkRef, start: int | None = None, end: int | None = None
     ) -> bytes:
         """Async version of :meth:`read_chunk`."""
+        if ref.source is not None:
+            return await self.sources.read_async(ref, start, end)
         try:
             return await self.objects.read_chunk_async(ref, start, end)
         except ObjectMissingError:

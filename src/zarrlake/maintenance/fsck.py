@@ -6,12 +6,20 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from zarrlake.core import RepoCore
-from zarrlake.errors import CatalogError, ChunkCorruptionError, ObjectMissingError, StorageError
+from zarrlake.errors import (
+    CatalogError,
+    ChunkCorruptionError,
+    ObjectMissingError,
+    StorageError,
+    VirtualSourceError,
+    ZarrlakeError,
+)
 from zarrlake.maintenance.progress import progress_bar
 from zarrlake.maintenance.reach import reachable_from
 from zarrlake.maintenance.reports import FsckIssue, FsckReport
 from zarrlake.model.manifest import content_hash, join_coords
 from zarrlake.model.records import CommitRecord
+from zarrlake.model.virtual import VirtualSource
 from zarrlake.objects import ObjectStore
 from zarrlake.objects.packs import parse_pack
 from zarrlake.types import ChunkCoords
@@ -80,6 +88,27 @@ def _locate(
     return found
 
 
+def _check_sources(core: RepoCore, sources: set[VirtualSource]) -> list[FsckIssue]:
+    """Every source of a virtual chunk still allowed, readable and at its recorded version."""
+    issues = []
+    current: dict[str, VirtualSource | ZarrlakeError] = {}
+    for url in sorted({s.url for s in sources}):
+        try:
+            current[url] = core.sources.stat_many([url])[url]
+        except ZarrlakeError as exc:
+            current[url] = exc
+    for src in sorted(sources, key=lambda s: (s.url, s.encode())):
+        now = current[src.url]
+        if isinstance(now, VirtualSourceError):
+            issues.append(FsckIssue("refused_source", "", source=src.url, detail=str(now)))
+        elif isinstance(now, ZarrlakeError):
+            issues.append(FsckIssue("missing_source", "", source=src.url, detail=str(now)))
+        elif (now.size, now.etag, now.modified) != (src.size, src.etag, src.modified):
+            detail = f"recorded {src.version()}; now {now.version()}"
+            issues.append(FsckIssue("changed_source", "", source=src.url, detail=detail))
+    return issues
+
+
 def fsck(core: RepoCore, *, verify: bool, progress: bool | None) -> FsckReport:
     """Check that every object and catalog node that a commit or open session references
     exists (and, with ``verify``, that every object's bytes match its hash)."""
@@ -120,4 +149,12 @@ def fsck(core: RepoCore, *, verify: bool, progress: bool | None) -> FsckReport:
     for h, kind in sorted(problems.items(), key=lambda kv: (kv[1], kv[0])):
         commit, path, chunk = where.get(h, (None, None, None))
         issues.append(FsckIssue(kind, h.hex(), commit, path, chunk))
-    return FsckReport(len(commits), len(reachable), len(wanted_nodes), verify, tuple(issues))
+    issues += _check_sources(core, reach.sources)
+    return FsckReport(
+        len(commits),
+        len(reachable),
+        len(wanted_nodes),
+        verify,
+        tuple(issues),
+        len({s.url for s in reach.sources}),
+    )

@@ -14,6 +14,7 @@ from zarrlake.maintenance.progress import progress_bar
 from zarrlake.model import NODE_KIND, IndexNode, ManifestIndex, Root, Shard
 from zarrlake.model.manifest import OBJECT
 from zarrlake.model.records import CommitRecord
+from zarrlake.model.virtual import VirtualSource
 
 __all__ = ["Reach", "hash_rows", "live_set", "reachable_from"]
 
@@ -36,6 +37,7 @@ class Reach:
     moves: dict[tuple[bytes, int], tuple[bytes, int]] = field(default_factory=dict)
     nodes: set[bytes] = field(default_factory=set)  # catalog nodes referenced
     missing: dict[bytes, str] = field(default_factory=dict)  # referenced nodes not found
+    sources: set[VirtualSource] = field(default_factory=set)  # sources of virtual chunks
 
     @property
     def objects(self) -> set[bytes]:
@@ -105,6 +107,7 @@ def reachable_from(core: RepoCore, commits: Sequence[CommitRecord], show: bool |
                 shard = Shard.decode(data)
                 reach.committed.update(hash_rows(shard.hashes[shard.kinds == OBJECT]))
                 reach.add_packed(shard.packed_entries(), reach.committed)
+                reach.sources.update(shard.sources)
                 bar.update(1)
     return reach
 

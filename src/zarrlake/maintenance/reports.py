@@ -78,7 +78,9 @@ class FsckIssue:
     there but cannot be read, e.g. its permissions or an I/O error) or ``missing_node`` (a
     catalog node);
     ``commit``, ``path`` and ``chunk`` say where it is referenced (``commit`` is ``None`` for
-    an open session's staged write).
+    an open session's staged write). For the source of virtual chunks (``source``: its URL,
+    ``hash`` empty), ``kind`` is ``missing_source`` (gone or unreadable), ``changed_source``
+    (not the version the references recorded) or ``refused_source`` (under no allowed prefix).
     """
 
     kind: str
@@ -86,8 +88,12 @@ class FsckIssue:
     commit: str | None = None
     path: str | None = None
     chunk: ChunkCoords | None = None
+    source: str | None = None
+    detail: str = ""
 
     def __str__(self) -> str:
+        if self.source is not None:
+            return f"{self.kind} {self.source}" + (f": {self.detail}" if self.detail else "")
         where = ""
         if self.path is not None:
             where = f" at /{self.path}" + (f" chunk {self.chunk}" if self.chunk is not None else "")
@@ -105,6 +111,7 @@ class FsckReport:
     nodes_checked: int
     verified: bool
     issues: tuple[FsckIssue, ...] = ()
+    sources_checked: int = 0  # sources of virtual chunks
 
     @property
     def ok(self) -> bool:
@@ -126,7 +133,8 @@ class FsckReport:
         head = (
             f"<FsckReport {'ok' if self.ok else f'{len(self.issues)} issue(s)'}: "
             f"{self.commits_checked} commits, {self.objects_checked} objects"
-            f"{' verified' if self.verified else ''}, {self.nodes_checked} catalog nodes>"
+            f"{' verified' if self.verified else ''}, {self.nodes_checked} catalog nodes"
+            f"{f', {self.sources_checked} virtual sources' if self.sources_checked else ''}>"
         )
         return "\n".join([head, *(f"  {i}" for i in self.issues[:50])])
 

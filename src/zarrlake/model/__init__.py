@@ -22,6 +22,7 @@ from zarrlake.model.index import NODE_KIND, IndexNode, ManifestIndex
 from zarrlake.model.manifest import ChunkRef, Shard, checksum, content_hash
 from zarrlake.model.metadata import NodeMeta, parse_node_meta
 from zarrlake.model.snapshot import NodeEntry, Root
+from zarrlake.model.virtual import VirtualSource, virtual_hash
 
 __all__ = [
     "NODE_KIND",
@@ -40,6 +41,7 @@ __all__ = [
     "Solver",
     "StagedNode",
     "StagedState",
+    "VirtualSource",
     "build_snapshot",
     "changes_from_staged",
     "check_solver",
@@ -49,4 +51,5 @@ __all__ = [
     "iter_manifest",
     "parse_node_meta",
     "rebase_staged",
+    "virtual_hash",
 ]

@@ -19,6 +19,7 @@ import google_crc32c
 import numpy as np
 
 from zarrlake.errors import CatalogError
+from zarrlake.model.virtual import VirtualSource
 from zarrlake.types import ChunkCoords
 
 __all__ = [
@@ -48,12 +49,18 @@ each), which stays small next to that up to arrays of about a million chunks."""
 
 _SHARD_MAGIC = b"ZLS2"  # "ZLS1" shards (before read checksums) have no checksum column
 _SHARD_V1 = b"ZLS1"
+# "ZLS3": a ZLS2 shard with virtual entries; its sources table (a JSON list of
+# VirtualSource records, each written once however many entries name it) follows the blob
+_SHARD_V3 = b"ZLS3"
 _HEADER = struct.Struct("<4sIQ")
+_SOURCES_LEN = struct.Struct("<Q")
 _NO_CRC = -1  # the checksum column's value for a chunk written before read checksums
 _PACKED = struct.Struct("<32sQ")  # a packed entry's (pack id, offset in the pack), in the blob
+_VIRTUAL = struct.Struct("<QI")  # a virtual entry's (offset in its source, source number)
 
-OBJECT, INLINE, PACKED = 0, 1, 2
-"""The kinds of shard entries: an object of its own, inline bytes, a range of a pack."""
+OBJECT, INLINE, PACKED, VIRTUAL = 0, 1, 2, 3
+"""The kinds of shard entries: an object of its own, inline bytes, a range of a pack, a range
+of a source file or object outside the lake (a virtual reference)."""
 
 
 def content_hash(data: bytes | bytearray | memoryview) -> bytes:
@@ -76,7 +83,12 @@ class ChunkRef:
     bytes at ``offset`` in the pack object ``pack``. ``hash`` is always the chunk's own content
     hash, which verifies it wherever it is stored; ``crc`` is its :func:`checksum`, checked
     on every read instead when the chunk has one (chunks written before read checksums have
-    ``None`` and are checked by their hash)."""
+    ``None`` and are checked by their hash).
+
+    A virtual chunk (``source`` set) is ``length`` bytes at ``offset`` of a file or object
+    outside the lake; its ``hash`` is :func:`~zarrlake.model.virtual.virtual_hash` of the
+    source, offset and length (its identity, not its content's), and the source's recorded
+    version is what a read checks."""
 
     hash: bytes
     length: int
@@ -84,6 +96,11 @@ class ChunkRef:
     pack: bytes | None = None
     offset: int = 0
     crc: int | None = None
+    source: VirtualSource | None = None
+
+    @property
+    def virtual(self) -> bool:
+        return self.source is not None
 
 
 def same_content(a: ChunkRef | None, b: ChunkRef | None) -> bool:
@@ -100,7 +117,12 @@ def _crc(item: tuple[int, ChunkRef]) -> int:
 def _kind(ref: ChunkRef) -> int:
     if ref.inline is not None:
         return INLINE
+    if ref.source is not None:
+        return VIRTUAL
     return PACKED if ref.pack is not None else OBJECT
+
+
+_PART_SIZE = {PACKED: _PACKED.size, VIRTUAL: _VIRTUAL.size}
 
 
 def shard_shape_for(grid_shape: tuple[int, ...] | None, ndim: int) -> tuple[int, ...]:
@@ -145,7 +167,7 @@ def join_coords(pos: ChunkCoords, flat: int, shard_shape: tuple[int, ...]) -> Ch
 class Shard:
     """An immutable block of chunk refs, keyed by flat index within the shard."""
 
-    __slots__ = ("blob", "crcs", "flat", "hashes", "kinds", "lengths", "offsets")
+    __slots__ = ("blob", "crcs", "flat", "hashes", "kinds", "lengths", "offsets", "sources")
 
     def __init__(
         self,
@@ -156,13 +178,16 @@ class Shard:
         offsets: np.ndarray,
         blob: bytes,
         crcs: np.ndarray | None = None,
+        sources: tuple[VirtualSource, ...] = (),
     ) -> None:
         self.flat = flat  # int64[n], sorted
         self.hashes = hashes  # uint8[n, 32]
         self.lengths = lengths  # uint64[n]
-        self.kinds = kinds  # uint8[n]: OBJECT, INLINE or PACKED
-        self.offsets = offsets  # uint64[n]: offset in blob of inline bytes or a pack location
+        self.kinds = kinds  # uint8[n]: OBJECT, INLINE, PACKED or VIRTUAL
+        # uint64[n]: offset in blob of inline bytes, a pack location or a source location
+        self.offsets = offsets
         self.blob = blob
+        self.sources = sources  # what the virtual entries' source numbers index
         # int64[n]: each chunk's checksum, or -1 where it has none
         self.crcs = np.full(len(flat), _NO_CRC, np.int64) if crcs is None else crcs
 
@@ -193,7 +218,18 @@ class Shard:
         if kind == PACKED:
             pack, at = _PACKED.unpack_from(self.blob, int(self.offsets[i]))
             return ChunkRef(h, n, pack=pack, offset=at, crc=crc)
+        if kind == VIRTUAL:
+            at, src = _VIRTUAL.unpack_from(self.blob, int(self.offsets[i]))
+            return ChunkRef(h, n, offset=at, source=self.sources[src])
         return ChunkRef(h, n, crc=crc)
+
+    def virtual_entries(self) -> list[tuple[VirtualSource, int, int]]:
+        """(source, offset, length) of every virtual chunk."""
+        out = []
+        for i in np.nonzero(self.kinds == VIRTUAL)[0].tolist():
+            at, src = _VIRTUAL.unpack_from(self.blob, int(self.offsets[i]))
+            out.append((self.sources[src], at, int(self.lengths[i])))
+        return out
 
     def packed_entries(self) -> list[tuple[bytes, int, int, bytes]]:
         """(pack, offset, length, chunk hash) of every packed chunk."""
@@ -248,23 +284,32 @@ class Shard:
             ]
         )
         crcs = np.concatenate([self.crcs[keep], np.fromiter(map(_crc, new), np.int64, n_new)])
-        # Rebuild the blob from the surviving entries so it never holds garbage.
+        # Rebuild the blob (and the sources table) from the surviving entries so they never
+        # hold garbage.
         kept_offsets = self.offsets[keep]
         kept_lengths = self.lengths[keep]
         kept_kinds = self.kinds[keep]
         parts: list[bytes] = []
         pos = 0
         offsets = np.zeros(len(flat), np.uint64)
+        table: dict[VirtualSource, int] = {}
         for i in np.nonzero(kept_kinds != OBJECT)[0]:
             off = int(kept_offsets[i])
-            n = int(kept_lengths[i]) if kept_kinds[i] == INLINE else _PACKED.size
-            parts.append(self.blob[off : off + n])
+            kind = int(kept_kinds[i])
+            n = int(kept_lengths[i]) if kind == INLINE else _PART_SIZE[kind]
+            part = self.blob[off : off + n]
+            if kind == VIRTUAL:
+                at, src = _VIRTUAL.unpack(part)
+                part = _VIRTUAL.pack(at, table.setdefault(self.sources[src], len(table)))
+            parts.append(part)
             offsets[i] = pos
             pos += n
         base = len(kept_kinds)
         for j, (_, r) in enumerate(new):
             if r.inline is not None:
                 part = r.inline
+            elif r.source is not None:
+                part = _VIRTUAL.pack(r.offset, table.setdefault(r.source, len(table)))
             elif r.pack is not None:
                 part = _PACKED.pack(r.pack, r.offset)
             else:
@@ -281,13 +326,21 @@ class Shard:
             offsets[order],
             b"".join(parts),
             crcs[order],
+            tuple(table),
         )
 
     def encode(self) -> bytes:
         n = len(self)
+        # shards without virtual entries keep the ZLS2 form (and so their hashes)
+        tail = b""
+        magic = _SHARD_MAGIC
+        if self.sources:
+            magic = _SHARD_V3
+            table = json.dumps([s.encode() for s in self.sources], separators=(",", ":"))
+            tail = _SOURCES_LEN.pack(len(table)) + table.encode()
         return b"".join(
             [
-                _HEADER.pack(_SHARD_MAGIC, n, len(self.blob)),
+                _HEADER.pack(magic, n, len(self.blob)),
                 np.ascontiguousarray(self.flat, "<i8").tobytes(),
                 np.ascontiguousarray(self.hashes).tobytes(),
                 np.ascontiguousarray(self.lengths, "<u8").tobytes(),
@@ -295,6 +348,7 @@ class Shard:
                 np.ascontiguousarray(self.offsets, "<u8").tobytes(),
                 np.ascontiguousarray(self.crcs, "<i8").tobytes(),
                 self.blob,
+                tail,
             ]
         )
 
@@ -304,8 +358,13 @@ class Shard:
             magic, n, blob_len = _HEADER.unpack_from(data, 0)
         except struct.error as exc:
             raise CatalogError("manifest shard is truncated") from exc
-        width = {_SHARD_MAGIC: 65, _SHARD_V1: 57}.get(magic)
-        if width is None or len(data) != _HEADER.size + n * width + blob_len:
+        width = {_SHARD_MAGIC: 65, _SHARD_V3: 65, _SHARD_V1: 57}.get(magic)
+        end = _HEADER.size + n * (width or 0) + blob_len
+        sources: tuple[VirtualSource, ...] = ()
+        if width is not None and magic == _SHARD_V3:
+            sources = _decode_sources(data, end)
+            end = len(data)
+        if width is None or len(data) != end:
             raise CatalogError("manifest shard is corrupt or of an unknown format")
         o = _HEADER.size
         flat = np.frombuffer(data, "<i8", n, o)
@@ -319,13 +378,15 @@ class Shard:
         offsets = np.frombuffer(data, "<u8", n, o)
         o += 8 * n
         crcs = None
-        if magic == _SHARD_MAGIC:
+        if magic != _SHARD_V1:
             crcs = np.frombuffer(data, "<i8", n, o)
             o += 8 * n
         inline = kinds == INLINE
         packed = kinds == PACKED
+        virtual = kinds == VIRTUAL
         if (
-            np.any(kinds > PACKED)
+            np.any(kinds > (VIRTUAL if sources else PACKED))
+            or np.any(offsets[virtual] + _VIRTUAL.size > blob_len)
             or (n > 1 and np.any(np.diff(flat) <= 0))
             or np.any(flat < 0)
             or np.any(offsets[inline] + lengths[inline] > blob_len)
@@ -333,7 +394,26 @@ class Shard:
             or (crcs is not None and np.any((crcs < _NO_CRC) | (crcs > 0xFFFFFFFF)))
         ):
             raise CatalogError("manifest shard is corrupt: inconsistent entries")
-        return cls(flat, hashes, lengths, kinds, offsets, bytes(data[o : o + blob_len]), crcs)
+        blob = bytes(data[o : o + blob_len])
+        for i in np.nonzero(virtual)[0].tolist():
+            if _VIRTUAL.unpack_from(blob, int(offsets[i]))[1] >= len(sources):
+                raise CatalogError("manifest shard is corrupt: a virtual entry has no source")
+        return cls(flat, hashes, lengths, kinds, offsets, blob, crcs, sources)
+
+
+def _decode_sources(data: bytes, at: int) -> tuple[VirtualSource, ...]:
+    """The sources table of a ZLS3 shard, which starts at ``at``."""
+    try:
+        (size,) = _SOURCES_LEN.unpack_from(data, at)
+        text = data[at + _SOURCES_LEN.size : at + _SOURCES_LEN.size + size]
+        if len(text) != size or at + _SOURCES_LEN.size + size != len(data):
+            raise ValueError("sources table length")
+        items = json.loads(text)
+        if not isinstance(items, list) or not items:
+            raise ValueError("sources table is empty")
+        return tuple(VirtualSource.decode(x) for x in items)
+    except (struct.error, ValueError, TypeError) as exc:
+        raise CatalogError(f"manifest shard is corrupt: its sources table ({exc})") from exc
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 
 __all__ = ["GAP", "SPAN", "WINDOW", "RangeCoalescer", "plan_ranges"]
 
@@ -18,7 +18,6 @@ WINDOW = 0.002  # seconds a first read waits for neighbours
 GAP = 256 * 1024  # bytes of an unwanted gap worth fetching rather than a second request
 SPAN = 2 * 1024 * 1024  # the most one merged request fetches
 
-Fetch = Callable[[bytes, int, int], Awaitable[bytes]]
 _Wanted = tuple[int, int, "asyncio.Future[bytes]"]
 
 
@@ -40,16 +39,19 @@ def plan_ranges(
     return groups
 
 
-class RangeCoalescer:
-    """Merges concurrent range reads of one object made on one event loop."""
+class RangeCoalescer[K: Hashable]:
+    """Merges concurrent range reads of one object (named by a key of type ``K``: an object's
+    hash, a virtual chunk's source) made on one event loop."""
 
-    def __init__(self, fetch: Fetch, window: float = WINDOW) -> None:
+    def __init__(
+        self, fetch: Callable[[K, int, int], Awaitable[bytes]], window: float = WINDOW
+    ) -> None:
         self.fetch = fetch
         self.window = window
         self.lock = threading.Lock()  # callers may be on several loops, in several threads
-        self.pending: dict[tuple[int, bytes], list[_Wanted]] = {}
+        self.pending: dict[tuple[int, K], list[_Wanted]] = {}
 
-    async def read(self, obj: bytes, start: int, end: int) -> bytes:
+    async def read(self, obj: K, start: int, end: int) -> bytes:
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[bytes] = loop.create_future()
         key = (id(loop), obj)
@@ -61,15 +63,13 @@ class RangeCoalescer:
             batch.append((start, end, fut))
         return await fut
 
-    async def _run(self, key: tuple[int, bytes], obj: bytes) -> None:
+    async def _run(self, key: tuple[int, K], obj: K) -> None:
         with self.lock:
             batch = self.pending.pop(key, [])
         groups = plan_ranges([(s, e) for s, e, _ in batch])
         await asyncio.gather(*(self._serve(obj, g, batch) for g in groups))
 
-    async def _serve(
-        self, obj: bytes, group: tuple[int, int, list[int]], batch: list[_Wanted]
-    ) -> None:
+    async def _serve(self, obj: K, group: tuple[int, int, list[int]], batch: list[_Wanted]) -> None:
         start, end, members = group
         try:
             data = await self.fetch(obj, start, end)

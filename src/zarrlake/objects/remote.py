@@ -29,7 +29,7 @@ from zarrlake.objects.base import ObjectInfo, ObjectStore, object_key, verified_
 from zarrlake.objects.retries import Deadline, retrying, retrying_async, s3_deadline
 from zarrlake.types import redact_urls, safe_url
 
-__all__ = ["FsspecObjectStore"]
+__all__ = ["FsspecObjectStore", "fsspec_options"]
 
 
 _S3 = ("s3", "s3a")  # the protocols (and URL schemes) of s3fs
@@ -49,7 +49,7 @@ _botocore: MutableMapping[str, Any] = process.registry("botocore session")
 _botocore_lock = threading.Lock()
 
 
-def _fs_options(url: str, options: dict[str, Any]) -> dict[str, Any]:
+def fsspec_options(url: str, options: dict[str, Any]) -> dict[str, Any]:
     """``options`` for fsspec; for S3, with one botocore session per process.
 
     s3fs makes a botocore session for each filesystem it does not find in its cache, and a
@@ -103,7 +103,7 @@ class FsspecObjectStore(ObjectStore):
         self.storage_options = dict(storage_options or {})
         try:
             self.fs, self.prefix = fsspec.core.url_to_fs(
-                raw, **_fs_options(raw, self.storage_options)
+                raw, **fsspec_options(raw, self.storage_options)
             )
         except (ImportError, ValueError) as exc:
             raise StorageError(

@@ -5,20 +5,27 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from zarrlake._optional import load
 from zarrlake.core import RepoCore
-from zarrlake.errors import ChunkCorruptionError, ReadOnlyError
-from zarrlake.model import ChunkRef, NodeMeta, Root, StagedState, build_snapshot
+from zarrlake.errors import ChunkCorruptionError, ReadOnlyError, SourceChangedError
+from zarrlake.model import (
+    ChunkRef,
+    NodeMeta,
+    Root,
+    StagedState,
+    build_snapshot,
+)
 from zarrlake.model.diff import Diff, diff_roots
 from zarrlake.model.manifest import split_coords
 from zarrlake.model.metadata import chunk_owner
 from zarrlake.model.overlay import Overlay
-from zarrlake.model.records import CommitRecord
+from zarrlake.model.records import CommitRecord, StagedEntry
 from zarrlake.model.view import view_keys
 from zarrlake.session.keys import Target, meta_path
+from zarrlake.session.virtual import VirtualRef, plan_virtual
 from zarrlake.store import LakeStore
 from zarrlake.types import ChunkCoords, RepoConfig, validate_key
 
@@ -182,7 +189,16 @@ class Session(ABC):
                     "corrupt. Run repo.fsck(verify=True)"
                 )
             return ref.inline[start:end] if start is not None or end is not None else ref.inline
-        return self._core.read_chunk(ref, start, end)
+        try:
+            return self._core.read_chunk(ref, start, end)
+        except SourceChangedError as exc:
+            raise self._at_commit(exc) from exc
+
+    def _at_commit(self, exc: SourceChangedError) -> SourceChangedError:
+        """The error, naming the commit read (a virtual chunk's source changed)."""
+        return SourceChangedError(
+            f"reading commit {self.base_commit}: {exc}", url=exc.url, commit=self.base_commit
+        )
 
     @property
     def async_reads(self) -> bool:
@@ -196,7 +212,10 @@ class Session(ABC):
         """Async version of :meth:`read_ref`."""
         if ref.inline is not None:
             return self.read_ref(ref, start, end)
-        return await self._core.read_chunk_async(ref, start, end)
+        try:
+            return await self._core.read_chunk_async(ref, start, end)
+        except SourceChangedError as exc:
+            raise self._at_commit(exc) from exc
 
     def iter_keys(self, prefix: str = "") -> Iterator[str]:
         """Every key of the view under ``prefix`` (a plain string prefix, as zarr means it),
@@ -242,6 +261,21 @@ class Session(ABC):
 
     def write_sync(self, key: str, data: bytes | memoryview) -> None:
         """Synchronous version of :meth:`write`."""
+        raise ReadOnlyError(_READ_ONLY)
+
+    def put_virtual_refs(self, path: str, refs: Iterable[VirtualRef]) -> int:
+        """Stage virtual chunk references for the array at ``path``: each ``(coords, url,
+        offset, length)`` says the chunk at ``coords`` is ``length`` bytes at ``offset`` of
+        the file or object ``url`` (a local path, ``file://``, ``s3://``, ``http(s)://``),
+        which stays where it is. Every URL must be under a prefix the repo allows
+        (``repo.allow_virtual_source``), and each source's version (size, and ETag or
+        modification time) is recorded now, so a read after the source changed is refused.
+        Nothing is staged if any reference is refused. Returns how many were staged."""
+        rows = plan_virtual(self._core.sources, path, self._node_meta(path), refs)
+        self._stage_rows(rows)
+        return len(rows)
+
+    def _stage_rows(self, rows: list[StagedEntry]) -> None:
         raise ReadOnlyError(_READ_ONLY)
 
     def delete_sync(self, key: str) -> None:

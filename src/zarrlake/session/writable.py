@@ -18,13 +18,7 @@ from zarrlake.errors import (
     SessionExpiredError,
 )
 from zarrlake.faults import crash_point
-from zarrlake.model import (
-    ChunkRef,
-    ReadSet,
-    Root,
-    StagedState,
-    check_solver,
-)
+from zarrlake.model import ChunkRef, ReadSet, Root, StagedState, check_solver
 from zarrlake.model.lifecycle import SessionStatus
 from zarrlake.model.records import CommitRecord, SessionRecord, StagedEntry
 from zarrlake.session.base import Session
@@ -423,11 +417,16 @@ class WritableSession(Session):
         await self._stage(await asyncio.to_thread(self._prepare_delete_dir, prefix))
 
     def stage_later(self, key: str, data: bytes | memoryview) -> Callable[[], None]:
-        """Store ``data``'s object now and stage its row when the returned function is called:
-        the two halves of a write, for tests of what may happen between them (garbage
-        collection racing a write that deduplicated against an existing object)."""
+        """Store ``data``'s object now, stage its row when the returned function is called
+        (tests of what may happen between: gc racing a write that deduplicated)."""
         op = self._prepare_write(key, data)
         return lambda: self._submit(op).result()
+
+    def _stage_rows(self, rows: list[StagedEntry]) -> None:
+        self.check_writable()
+        futures = [self._submit(PutRow(r)) for r in rows]
+        for fut in futures if self.durable else ():
+            fut.result()
 
     def write_sync(self, key: str, data: bytes | memoryview) -> None:
         fut = self._submit(self._prepare_write(key, data))

@@ -44,6 +44,7 @@ class _Db:
         self.staged: dict[str, dict[tuple[str, str, ChunkCoords, str], StagedEntry]] = {}
         self.reads: dict[str, set[Read]] = {}
         self.nodes: Nodes = {}
+        self.sources: dict[str, dict[str, Any]] = {}
         self.t0 = time.time()
 
     def now(self) -> float:
@@ -388,6 +389,19 @@ class _Sessions:
         )
 
 
+class _Sources:
+    def __init__(self, db: _Db) -> None:
+        self.db = db
+
+    def all(self) -> dict[str, dict[str, Any]]:
+        with self.db.lock:
+            return {p: dict(o) for p, o in sorted(self.db.sources.items())}
+
+    def allow(self, prefix: str, options: dict[str, Any]) -> None:
+        with self.db.lock:
+            self.db.sources[prefix] = dict(options)
+
+
 class _Gc:
     """What gc and expiry ask, over the fake's structures (no marks: nothing is deleted)."""
 
@@ -463,6 +477,7 @@ class MemoryCatalog:
         self.sessions = _Sessions(self._db)
         self.nodes = _Nodes(self._db)
         self.gc = _Gc(self._db)
+        self.sources = _Sources(self._db)
         self.catalog_id = uuid.uuid4().hex
         root = Root().encode()
         first = CommitRecord(

@@ -25,6 +25,7 @@ from zarrlake.xarray.provenance import (
     normalize_group,
     provenance,
 )
+from zarrlake.xarray.virtual import is_virtual, write_virtual
 
 __all__ = ["commit"]
 
@@ -180,6 +181,8 @@ def _write(
             f"{group or '/'!r} on branch {session.branch!r}; write the whole Dataset first "
             "(or pass group=)"
         )
+    if any(is_virtual(v) for v in ds.variables.values()):
+        return write_virtual(ds, session, group, mode, append_dim)
     # Dask tasks that run in other processes unpickle this store there and join the session:
     # their writes are durable when each task ends, so the commit (made here) sees every chunk.
     store = session.store

@@ -18,11 +18,18 @@ from zarrlake.catalog.migrations import (
     v3_commit_keys,
     v4_packs,
     v5_checksums,
+    v6_virtual_sources,
 )
 
 __all__ = ["MIGRATIONS", "run"]
 
-_MODULES: tuple[ModuleType, ...] = (v2_gc_marks, v3_commit_keys, v4_packs, v5_checksums)
+_MODULES: tuple[ModuleType, ...] = (
+    v2_gc_marks,
+    v3_commit_keys,
+    v4_packs,
+    v5_checksums,
+    v6_virtual_sources,
+)
 
 # version -> (what it adds, the function upgrading a catalog from version - 1 to it)
 MIGRATIONS: dict[int, tuple[str, Callable[[sa.Connection], None]]] = {

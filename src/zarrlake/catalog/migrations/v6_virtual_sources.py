@@ -1,0 +1,17 @@
+"""Version 6: virtual chunk references (``zl_staged.source``) and where they may point
+(``zl_virtual_sources``)."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from zarrlake.catalog.schema import staged, virtual_sources
+
+VERSION = 6
+ADDS = "virtual chunk references and the prefixes they may point under"
+
+
+def upgrade(conn: sa.Connection) -> None:
+    kind = staged.c.source.type.compile(dialect=conn.dialect)
+    conn.execute(sa.text(f"ALTER TABLE {staged.name} ADD COLUMN source {kind}"))
+    virtual_sources.create(conn)

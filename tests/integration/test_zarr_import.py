@@ -1,0 +1,126 @@
+"""Importing an existing Zarr v3 store in one commit, by reference or by copy; stores that
+cannot be imported, and a crash in the middle, leave the lake as it was."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+
+import zarrlake
+from zarrlake.testing import LakeProbe
+
+
+def _store(path: Path) -> np.ndarray:
+    data = np.arange(24 * 30, dtype="f8").reshape(24, 30)
+    g = zarr.open_group(str(path), mode="w", zarr_format=3)
+    g.attrs["title"] = "existing"
+    a = g.create_array("grid/temp", shape=data.shape, chunks=(8, 10), dtype="f8")
+    a[:] = data
+    g.create_array("count", shape=(5,), chunks=(2,), dtype="i4")[:] = np.arange(5)
+    return data
+
+
+def _read(repo: zarrlake.Repo) -> tuple[np.ndarray, np.ndarray, object]:
+    g = zarr.open_group(repo.readonly_session().store, mode="r")
+    return g["grid/temp"][:], g["count"][:], g.attrs["title"]  # type: ignore[index]
+
+
+@pytest.mark.parametrize("copy", [False, True])
+def test_a_store_is_imported_in_one_commit(make_repo, tmp_path: Path, copy: bool) -> None:
+    data = _store(tmp_path / "store.zarr")
+    repo = make_repo(virtual_sources={str(tmp_path / "store.zarr"): {}})
+    commit = zarrlake.import_zarr(repo, str(tmp_path / "store.zarr"), copy=copy)
+    assert repo.resolve("main") == commit
+    temp, count, title = _read(repo)
+    np.testing.assert_array_equal(temp, data)
+    np.testing.assert_array_equal(count, np.arange(5))
+    assert title == "existing"
+    # by reference every chunk names a file of the store; copied, none does
+    assert repo.fsck().sources_checked == (0 if copy else 12)
+    # new writes go into the lake as usual
+    s = repo.writable_session()
+    zarr.open_array(s.store, path="grid/temp")[0:8, 0:10] = -1
+    s.commit("edit")
+    assert _read(repo)[0][0, 0] == -1
+    assert (tmp_path / "store.zarr" / "grid" / "temp" / "c" / "0" / "0").exists()
+
+
+def test_an_import_by_reference_needs_an_allowed_location(make_repo, tmp_path: Path) -> None:
+    _store(tmp_path / "store.zarr")
+    repo = make_repo()
+    before = repo.log()
+    with pytest.raises(zarrlake.VirtualSourceError, match="allow_virtual_source"):
+        zarrlake.import_zarr(repo, str(tmp_path / "store.zarr"))
+    assert repo.log() == before
+
+
+def test_stores_that_cannot_be_imported_change_nothing(make_repo, tmp_path: Path) -> None:
+    v2 = tmp_path / "v2.zarr"
+    zarr.open_array(str(v2), mode="w", shape=(4,), chunks=(2,), dtype="i4", zarr_format=2)[:] = 1
+    odd = tmp_path / "odd.zarr"
+    _store(odd)
+    doc = json.loads((odd / "count" / "zarr.json").read_text())
+    doc["codecs"].append({"name": "made-up-codec"})
+    (odd / "count" / "zarr.json").write_text(json.dumps(doc))
+    repo = make_repo(virtual_sources={str(tmp_path): {}})
+    before = (repo.log(), repo.sessions())
+    with pytest.raises(zarrlake.InvalidMetadataError, match="v2"):
+        zarrlake.import_zarr(repo, str(v2))
+    with pytest.raises(zarrlake.InvalidMetadataError, match="made-up-codec"):
+        zarrlake.import_zarr(repo, str(odd))
+    assert (repo.log(), repo.sessions()) == before
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", ["stage.in_tx", "commit.in_tx"])
+def test_a_crash_in_the_middle_of_an_import_leaves_the_lake_as_it_was(
+    tmp_path: Path, point: str
+) -> None:
+    data = _store(tmp_path / "store.zarr")
+    repo = zarrlake.Repo.create(
+        tmp_path / "lake", virtual_sources={str(tmp_path / "store.zarr"): {}}
+    )
+    before = (repo.branches(), repo.log())
+    code = (
+        "import sys, zarrlake; "
+        "repo = zarrlake.Repo.open(sys.argv[1]); "
+        "zarrlake.import_zarr(repo, sys.argv[2])"
+    )
+    env = {**os.environ, "ZARRLAKE_CRASH_AT": point}
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "lake"), str(tmp_path / "store.zarr")],
+        env=env,
+        capture_output=True,
+        timeout=120,
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
+    again = zarrlake.Repo.open(tmp_path / "lake")
+    assert (again.branches(), again.log()) == before
+    assert again.fsck().ok
+    zarrlake.import_zarr(again, str(tmp_path / "store.zarr"))  # and it can be done again
+    np.testing.assert_array_equal(_read(again)[0], data)
+
+
+def test_a_store_on_s3_is_imported_by_reference(
+    tmp_path: Path, s3_endpoint: str, s3_options: dict[str, object]
+) -> None:
+    import s3fs
+
+    fs = s3fs.S3FileSystem(**s3_options)  # type: ignore[arg-type]
+    local = tmp_path / "store.zarr"
+    data = _store(local)
+    prefix = f"lake/import-{os.getpid()}-{tmp_path.name}"
+    fs.put(str(local), prefix, recursive=True)
+    options = {k: v for k, v in s3_options.items() if k != "skip_instance_cache"}
+    repo = zarrlake.Repo.create(tmp_path / "lake", virtual_sources={f"s3://{prefix}/": options})
+    zarrlake.import_zarr(repo, f"s3://{prefix}", storage_options=options)
+    np.testing.assert_array_equal(_read(repo)[0], data)
+    assert LakeProbe(repo).object_hashes() == set()

@@ -1,0 +1,125 @@
+"""Virtual chunk references as values: which URLs a reference may name, and how shards
+hold references (the ZLS3 form) next to every older kind of entry."""
+
+from __future__ import annotations
+
+import pytest
+
+from zarrlake.errors import CatalogError, VirtualSourceError
+from zarrlake.model import ChunkRef, Shard, VirtualSource, content_hash, virtual_hash
+from zarrlake.model.virtual import allowed_prefix, normalize_prefix, normalize_url
+
+SRC = VirtualSource("s3://bucket/archive/a.nc", 4096, etag='"abc"')
+OTHER = VirtualSource("file:///data/b.nc", 100, modified="1700000000000000000")
+
+
+def _virtual(src: VirtualSource, offset: int, length: int) -> ChunkRef:
+    return ChunkRef(virtual_hash(src, offset, length), length, offset=offset, source=src)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/data/../etc/passwd",
+        "file:///data/%2e%2e/etc/passwd",
+        "file:///data/%252e%252e/etc/passwd",
+        "file:///data/./a.nc",
+        "file:///data//a.nc",
+        "relative/a.nc",
+        "ftp://host/a.nc",
+        "gs://bucket/a.nc",
+        "file://otherhost/etc/passwd",
+        "s3://bucket/a.nc?versionId=1",
+        "https://user@host/a.nc",
+        "https://host/a.nc#frag",
+        "s3:///a.nc",
+        "file:///data/a\x00.nc",
+        "file:///data\\..\\a.nc",
+        "",
+    ],
+)
+def test_hostile_urls_are_refused(url: str) -> None:
+    with pytest.raises(VirtualSourceError) as info:
+        normalize_url(url)
+    assert info.value.url == url or not url
+
+
+def test_urls_normalize_to_one_form() -> None:
+    assert normalize_url("/data/a.nc") == "file:///data/a.nc"
+    assert normalize_url("file://localhost/data/a.nc") == "file:///data/a.nc"
+    assert normalize_url("S3://Bucket/x/a%20b.nc") == "s3://bucket/x/a b.nc"
+    assert normalize_prefix("s3://bucket/data") == "s3://bucket/data/"
+
+
+def test_a_prefix_ends_at_a_directory_boundary() -> None:
+    prefixes = (normalize_prefix("s3://bucket/data"), normalize_prefix("s3://bucket/data/deep"))
+    assert allowed_prefix("s3://bucket/data-secret/a.nc", prefixes) is None
+    assert allowed_prefix("s3://bucket/data/a.nc", prefixes) == "s3://bucket/data/"
+    assert allowed_prefix("s3://bucket/data/deep/a.nc", prefixes) == "s3://bucket/data/deep/"
+    assert allowed_prefix("s3://bucket/data/", prefixes) is None
+
+
+def test_same_source_offset_length_and_version_is_the_same_chunk() -> None:
+    assert virtual_hash(SRC, 10, 20) == virtual_hash(VirtualSource(SRC.url, 4096, '"abc"'), 10, 20)
+    changed = VirtualSource(SRC.url, 4096, etag='"def"')
+    assert len({virtual_hash(SRC, 10, 20), virtual_hash(changed, 10, 20),
+                virtual_hash(SRC, 11, 20), virtual_hash(SRC, 10, 21)}) == 4  # fmt: skip
+
+
+def test_shard_holds_virtual_refs_next_to_every_other_kind() -> None:
+    stored = ChunkRef(content_hash(b"x" * 600), 600, crc=7)
+    inline = ChunkRef(content_hash(b"tiny"), 4, b"tiny")
+    packed = ChunkRef(content_hash(b"p" * 600), 600, pack=b"\1" * 32, offset=64, crc=9)
+    refs = {
+        0: stored,
+        1: inline,
+        2: packed,
+        3: _virtual(SRC, 0, 100),
+        4: _virtual(SRC, 100, 100),
+        5: _virtual(OTHER, 0, 50),
+    }
+    shard = Shard.empty().apply(refs)
+    data = shard.encode()
+    assert data[:4] == b"ZLS3"
+    back = Shard.decode(data)
+    assert dict(back.items()) == refs
+    assert len(back.sources) == 2  # each source is written once, however many refs name it
+    assert sorted(back.virtual_entries(), key=repr) == sorted(
+        [(SRC, 0, 100), (SRC, 100, 100), (OTHER, 0, 50)], key=repr
+    )
+    assert [back.object_id_at(i) for i in range(6)] == [
+        stored.hash,
+        None,
+        b"\1" * 32,
+        None,
+        None,
+        None,
+    ]
+
+
+def test_a_shard_whose_virtual_refs_are_gone_is_written_as_before() -> None:
+    stored = ChunkRef(content_hash(b"x" * 600), 600, crc=7)
+    mixed = Shard.empty().apply({0: stored, 1: _virtual(SRC, 0, 10)})
+    plain = Shard.empty().apply({0: stored})
+    assert mixed.apply({1: None}).encode() == plain.encode()
+    assert plain.encode()[:4] == b"ZLS2"
+
+
+def test_replacing_one_virtual_ref_keeps_the_others_sources() -> None:
+    shard = Shard.empty().apply({0: _virtual(SRC, 0, 10), 1: _virtual(OTHER, 0, 10)})
+    shard = Shard.decode(shard.apply({0: _virtual(OTHER, 10, 10)}).encode())
+    assert shard.get(1) == _virtual(OTHER, 0, 10)
+    assert shard.get(0) == _virtual(OTHER, 10, 10)
+    assert shard.sources == (OTHER,)
+
+
+@pytest.mark.parametrize("cut", ["table", "index"])
+def test_a_corrupt_sources_table_is_a_catalog_error(cut: str) -> None:
+    data = Shard.empty().apply({0: _virtual(SRC, 0, 10)}).encode()
+    if cut == "table":
+        bad = data[:-3]
+    else:  # a source number past the table
+        at = data.index(b"[")
+        bad = data[: at - 8] + (2).to_bytes(8, "little") + b"[]"
+    with pytest.raises(CatalogError, match="corrupt"):
+        Shard.decode(bad)
