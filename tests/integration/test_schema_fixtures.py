@@ -34,8 +34,13 @@ TABLES = {
 }
 STAGED = {"session_id", "path", "kind", "key", "hash", "length", "inline"}
 # what each version added
-ADDED_TABLES = {2: {"zl_gc_marks"}, 3: {"zl_commit_keys"}, 4: {"zl_moved"}}
-ADDED_STAGED = {4: {"pack", "pack_offset"}, 5: {"crc"}}
+ADDED_TABLES = {
+    2: {"zl_gc_marks"},
+    3: {"zl_commit_keys"},
+    4: {"zl_moved"},
+    6: {"zl_virtual_sources"},
+}
+ADDED_STAGED = {4: {"pack", "pack_offset"}, 5: {"crc"}, 6: {"source"}}
 
 
 def _since(added: dict[int, set[str]], version: int) -> set[str]:
