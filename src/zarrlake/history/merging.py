@@ -95,7 +95,8 @@ class _MergeState:
 def _merge_state(
     core: RepoCore, src: str, into: str, solver: Solver, fast_forward: bool
 ) -> _MergeState:
-    head_row, head_root = commit_root(core, branch_head(core, into).id)
+    head_row = branch_head(core, into)
+    head_root = core.reader.root(head_row.root_hash)
     src_row = core.catalog.commits.get(src)
     base = merge_base(core, head_row.id, src)
     if base is None:
@@ -249,8 +250,8 @@ def revert(
     deadline = time.monotonic() + timeout
     attempt = 0
     while True:
-        head = branch_head(core, branch).id
-        head_row, head_root = commit_root(core, head)
+        head_row = branch_head(core, branch)
+        head, head_root = head_row.id, core.reader.root(head_row.root_hash)
         # The inverse of target's changes is "parent, seen from target": a three-way merge of
         # the parent into the head with the reverted commit as the common ancestor.
         plan = plan_merge(
