@@ -201,3 +201,13 @@ def test_http_sources_are_read_by_range(tmp_path: Path, s3_endpoint: str) -> Non
     s3.put_object(Bucket="lake", Key=key, Body=data[::-1], ACL="public-read")
     with pytest.raises(zarrlake.SourceChangedError):
         zarr.open_array(repo.readonly_session().store, path="a", mode="r")[:]
+
+
+def test_source_options_that_are_not_json_are_refused_and_nothing_is_recorded(
+    make_repo, archive: Path
+) -> None:
+    repo = make_repo()
+    before = repo.virtual_sources()
+    with pytest.raises(zarrlake.errors.InvalidInputError, match="JSON values"):
+        repo.allow_virtual_source(f"{archive}/", endpoint_url=...)
+    assert repo.virtual_sources() == before

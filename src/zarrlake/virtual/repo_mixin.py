@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,13 @@ def allow_sources(core: RepoCore, sources: dict[str, dict[str, Any]]) -> None:
             raise InvalidInputError(f"options of virtual source {prefix!r} must be a dict")
         norm = normalize_prefix(prefix)
         public, secret = split_secrets(options)
+        try:
+            json.dumps(public)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(
+                f"options of virtual source {prefix!r} must be JSON values "
+                f"(strings, numbers, booleans, lists, dicts): {exc}"
+            ) from None
         core.catalog.sources.allow(norm, public)
         core.sources.add_secrets(norm, secret)
 

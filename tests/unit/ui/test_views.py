@@ -100,8 +100,8 @@ def test_data_view_reads_the_slice_at_a_tag(demo_lake: zarrlake.Repo) -> None:
 def test_sessions_flag_expired_and_follow_new_and_closed(demo_lake: zarrlake.Repo) -> None:
     v = SessionsView(Context(demo_lake))
     infos = {i.author: i.id for i in demo_lake.sessions()}
-    assert "EXPIRED" in v._rows[infos["dora"]][2].object  # built with a 1 s expiry
-    assert "EXPIRED" not in v._rows[infos["ben"]][2].object  # 5 minutes
+    assert "EXPIRED" in v.flag(infos["dora"])  # built with a 1 s expiry
+    assert "EXPIRED" not in v.flag(infos["ben"])  # 5 minutes
     s = demo_lake.writable_session("main", expires_in=timedelta(minutes=5))
     v.refresh()
     assert s.id in v.session_ids

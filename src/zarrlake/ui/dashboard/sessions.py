@@ -7,7 +7,6 @@ adds sessions that open and drops ones that close, without reloading the page.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import panel as pn
@@ -71,7 +70,11 @@ class SessionsView(Viewer):
 
     @staticmethod
     def _status(info: SessionInfo) -> str:
-        return "expired" if info.expires_at.timestamp() <= time.time() else info.status
+        return info.status  # the engine's status, read from the catalog's clock
+
+    def flag(self, sid: str) -> str:
+        """The flag shown at the end of a session's row (``EXPIRED`` or nothing)."""
+        return str(self._rows[sid][2].object)
 
     def _flag(self, info: SessionInfo) -> str:
         if self._status(info) == "expired":
@@ -102,7 +105,7 @@ class SessionsView(Viewer):
         expired = sum(1 for i in infos if self._status(i) == "expired")
         self.summary.object = html(
             "<p><b>{} open session(s)</b>, {} expired (refreshed every {} s)</p>",
-            len(infos),
+            len(infos) - expired,
             expired,
             f"{self.poll_ms / 1000:g}",
         )
