@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from zarrlake.repo import Repo
     from zarrlake.session import WritableSession
 
-__all__ = ["BATCH", "import_zarr"]
+__all__ = ["BATCH", "import_zarr", "store_url"]
 
 BATCH = 2000
 """Chunks staged at a time (references, or copies read concurrently)."""
@@ -146,7 +146,8 @@ def _stage(
     batch.clear()
 
 
-def _store_url(source: str) -> str:
+def store_url(source: str) -> str:
+    """The normalized URL of a store given as a path (relative ones too) or a URL."""
     if "://" not in source:
         source = os.path.abspath(source)
     return normalize_url(source.rstrip("/") or "/").rstrip("/")
@@ -172,7 +173,7 @@ def import_zarr(
     dtype), a location that is not allowed, or anything else refused leaves the lake
     unchanged. ``progress`` shows a bar on stderr (by default when it is a terminal).
     """
-    url = _store_url(source)
+    url = store_url(source)
     lister = StoreLister(url, storage_options)
     docs, zarr_format, total = _metadata(lister, source)
     metas: dict[str, NodeMeta] = {}
@@ -194,7 +195,7 @@ def import_zarr(
         for path, raw in docs.items():
             session.write_sync(f"{path}/zarr.json" if path else "zarr.json", raw)
         batch: dict[str, list[tuple[tuple[int, ...], str, int]]] = {}
-        pending = 0
+        pending = staged = 0
         with (
             progress_bar(progress, total, f"importing {source}") as bar,
             ThreadPoolExecutor(8) as pool,
@@ -205,10 +206,15 @@ def import_zarr(
                 if pending >= BATCH:
                     _stage(session, lister, url, batch, pool if copy else None)
                     bar.update(pending)
-                    pending = 0
+                    staged, pending = staged + pending, 0
             _stage(session, lister, url, batch, pool if copy else None)
             bar.update(pending)
-        meta = {"imported_from": url, "copied": copy, "zarr_format": zarr_format}
+        meta = {
+            "imported_from": url,
+            "copied": copy,
+            "zarr_format": zarr_format,
+            "chunks": staged + pending,
+        }
         return session.commit(message or f"Import {source}", metadata=meta)
     except BaseException:
         session.abandon()
