@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from zarrlake.repo import Repo
     from zarrlake.session import WritableSession
 
-__all__ = ["BATCH", "import_zarr", "store_url"]
+__all__ = ["BATCH", "check_codecs", "import_zarr", "store_url"]
 
 BATCH = 2000
 """Chunks staged at a time (references, or copies read concurrently)."""
@@ -38,7 +38,7 @@ _SUPPORTED_CODECS = frozenset(
 _DOCS = frozenset(("zarr.json", *V2_DOCS))
 
 
-def _check_codecs(path: str, doc: dict[str, Any]) -> None:
+def check_codecs(path: str, doc: dict[str, Any]) -> None:
     """Refuse an array whose codecs zarr cannot decode here (the lake could not read it)."""
     pending = list(doc.get("codecs", []))
     while pending:
@@ -180,7 +180,7 @@ def import_zarr(
     for path, raw in docs.items():
         metas[path] = parse_node_meta(raw)
         if metas[path].is_array:
-            _check_codecs(path, json.loads(raw))
+            check_codecs(path, json.loads(raw))
     if not copy:
         prefixes = repo.virtual_sources()
         if not any(url + "/" == p or url.startswith(p) for p in prefixes):
