@@ -4,11 +4,46 @@
 from __future__ import annotations
 
 import argparse
+import os
+from typing import TYPE_CHECKING
 
 from zarrlake.cli._common import DEFAULT_LAKE, _add_location_options, open_repo, parse_options
 from zarrlake.cli._output import emit_json
 
+if TYPE_CHECKING:
+    import zarrlake
+
 __all__ = ["register"]
+
+_ZARR_ROOTS = ("zarr.json", ".zgroup", ".zarray")
+
+
+def _is_icechunk(source: str) -> bool:
+    """Whether ``source`` is a local Icechunk repository (its snapshots, and no Zarr
+    metadata at its root)."""
+    return os.path.isdir(os.path.join(source, "snapshots")) and not any(
+        os.path.exists(os.path.join(source, f)) for f in _ZARR_ROOTS
+    )
+
+
+def _import_icechunk(args: argparse.Namespace, repo: zarrlake.Repo) -> int:
+    import zarrlake
+
+    result = zarrlake.import_icechunk(repo, args.source, ref_prefix=args.ref_prefix)
+    if args.json:
+        emit_json(
+            {"commits": result.commits, "branches": result.branches, "tags": result.tags,
+             "copied": result.copied, "referenced": result.referenced}
+        )  # fmt: skip
+        return 0
+    refs = [*result.branches, *(f"tag {t}" for t in result.tags)]
+    n = len(result.commits)
+    print(
+        f"Imported Icechunk repository {args.source}: {n} new commit{'' if n == 1 else 's'}, "
+        f"{result.copied} chunks copied, {result.referenced} referenced; "
+        + (f"set {', '.join(refs)}." if refs else "no branch or tag changed.")
+    )
+    return 0
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
@@ -17,6 +52,8 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
     args.path = args.lake
     repo = open_repo(args)
+    if "://" not in args.source and _is_icechunk(args.source):
+        return _import_icechunk(args, repo)
     options = parse_options(args.source_options) or None
     if args.allow and not args.copy:
         repo.allow_virtual_source(store_url(args.source) + "/", **(options or {}))
@@ -49,12 +86,14 @@ def _cmd_import(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sp = sub.add_parser(
         "import",
-        help="bring an existing Zarr store (v2 or v3) into a lake in one commit",
+        help="bring an existing Zarr store (v2 or v3) or Icechunk repository into a lake",
         description="Import the Zarr store at SOURCE (a directory or an s3:// URL; Zarr v2 "
         "metadata is converted to v3) into --branch in one commit. By default every chunk "
         "is a reference to the store's own object, which must lie under a location the repo "
-        "allows (see --allow); with --copy the chunks are copied into the lake. A store that "
-        "cannot be imported changes nothing.",
+        "allows (see --allow); with --copy the chunks are copied into the lake. A local "
+        "Icechunk repository is imported with its history: every snapshot a commit, its "
+        "branches and tags (named with --ref-prefix in front). What cannot be imported "
+        "changes nothing.",
     )
     sp.add_argument("source", metavar="SOURCE", help="the Zarr store: a directory or s3:// URL")
     sp.add_argument(
@@ -77,6 +116,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="KEY=VALUE",
         dest="source_options",
         help="fsspec option for SOURCE, e.g. endpoint_url=... (repeatable; never printed)",
+    )
+    sp.add_argument(
+        "--ref-prefix",
+        default="",
+        help="an Icechunk repository's branches and tags are named with this in front",
     )
     sp.add_argument(
         "--progress",

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 import zarr
 
 import zarrlake
@@ -60,3 +61,22 @@ def test_import_of_a_location_not_allowed_exits_2_and_changes_nothing(tmp_path: 
     assert "needs its location allowed" in p.stderr
     assert "--allow" not in p.stdout
     assert zarrlake.Repo.open(tmp_path / "lake").log() == before
+
+
+def test_import_an_icechunk_repository_with_its_history(tmp_path: Path) -> None:
+    icechunk = pytest.importorskip("icechunk")
+    ic_repo = icechunk.Repository.create(icechunk.local_filesystem_storage(str(tmp_path / "ice")))
+    s = ic_repo.writable_session("main")
+    zarr.create_array(s.store, name="x", shape=(4,), chunks=(2,), dtype="i4")[:] = 3
+    first = s.commit("first")
+    ic_repo.create_tag("v1", first)
+    assert run("init", str(tmp_path / "lake")).returncode == 0
+    p = run("import", str(tmp_path / "ice"), "--lake", str(tmp_path / "lake"),
+            "--ref-prefix", "ic/")  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == (
+        f"Imported Icechunk repository {tmp_path / 'ice'}: 1 new commit, 2 chunks copied, "
+        "0 referenced; set ic/main, tag ic/v1."
+    )
+    repo = zarrlake.Repo.open(tmp_path / "lake")
+    assert repo.log("ic/v1")[0].message == "first"
