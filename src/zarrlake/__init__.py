@@ -55,6 +55,7 @@ from zarrlake.types import CommitInfo, RefLogEntry, RepoConfig, SessionInfo
 from zarrlake.urls import VersionURL, parse_url, version_url
 
 if TYPE_CHECKING:
+    from zarrlake.virtual import import_icechunk as import_icechunk
     from zarrlake.virtual import import_zarr as import_zarr
     from zarrlake.xarray import open_dataset as open_dataset
 
@@ -113,6 +114,7 @@ __all__ = [
     "WritableSession",
     "ZarrlakeError",
     "__version__",
+    "import_icechunk",
     "import_zarr",
     "parse_url",
     "upgrade_catalog",
@@ -122,7 +124,11 @@ __all__ = [
 _xarray_hook.install()
 
 # Loaded on first use, so that ``import zarrlake`` stays fast and works without xarray.
-_LAZY = {"open_dataset": "zarrlake.xarray", "import_zarr": "zarrlake.virtual"}
+_LAZY = {
+    "open_dataset": "zarrlake.xarray",
+    "import_zarr": "zarrlake.virtual",
+    "import_icechunk": "zarrlake.virtual",
+}
 
 
 def __getattr__(name: str) -> Any:

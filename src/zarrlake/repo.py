@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import getpass
 import os
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -43,6 +42,7 @@ from zarrlake.types import (
     RefLogEntry,
     RepoConfig,
     SessionInfo,
+    default_author,
     safe_url,
     validate_name,
     validate_text,
@@ -52,13 +52,6 @@ from zarrlake.virtual import VirtualSourcesMixin, allow_sources
 __all__ = ["Repo", "RepoConfig", "upgrade_catalog"]
 
 CATALOG_FILE = "catalog.db"
-
-
-def default_author() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "unknown"
 
 
 def _author(author: object) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import re
 import secrets
 import unicodedata
@@ -25,6 +26,7 @@ __all__ = [
     "RepoConfig",
     "SessionInfo",
     "check_limit",
+    "default_author",
     "from_epoch",
     "new_commit_id",
     "new_session_id",
@@ -56,6 +58,14 @@ def new_commit_id() -> str:
 def new_session_id() -> str:
     """A random session id."""
     return "s" + secrets.token_hex(12)
+
+
+def default_author() -> str:
+    """Who makes a commit when no author is given: the user running the process."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
 
 
 def validate_name(name: object, what: str = "name") -> str:

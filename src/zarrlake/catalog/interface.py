@@ -7,7 +7,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
-from zarrlake.model.records import CommitRecord, SessionRecord, StagedEntry, StagedKind
+from zarrlake.model.records import (
+    CommitRecord,
+    RefUpdate,
+    SessionRecord,
+    StagedEntry,
+    StagedKind,
+)
 from zarrlake.types import ChunkCoords, RefLogEntry, SessionInfo
 
 __all__ = [
@@ -83,6 +89,14 @@ class CommitPublisher(Protocol):
         action: str = "commit",
         idempotency_key: str | None = None,
     ) -> str | None: ...
+    def publish_history(
+        self,
+        commits: Sequence[tuple[CommitRecord, Nodes]],
+        updates: Sequence[RefUpdate],
+        *,
+        author: str,
+        action: str = "import",
+    ) -> None: ...
 
 
 class SessionStore(Protocol):

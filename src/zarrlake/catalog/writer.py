@@ -11,6 +11,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+import zarrlake.catalog.dialect as dia
 import zarrlake.catalog.publish as pub
 from zarrlake.catalog.db import Scoped
 from zarrlake.catalog.gc import refuse_swept_hits
@@ -19,9 +20,9 @@ from zarrlake.catalog.nodes import put_nodes
 from zarrlake.catalog.refs import log_ref
 from zarrlake.catalog.schema import commits, refs
 from zarrlake.catalog.sessions import refuse_session
-from zarrlake.errors import NotFoundError
+from zarrlake.errors import AlreadyExistsError, NotFoundError, RefMovedError
 from zarrlake.faults import crash_point
-from zarrlake.model.records import CommitRecord
+from zarrlake.model.records import CommitRecord, RefUpdate
 
 __all__ = ["CommitWriter", "write_first_commit"]
 
@@ -44,6 +45,55 @@ def write_first_commit(
 
 class CommitWriter(Scoped):
     """Publishes commits on a repo's branches."""
+
+    def publish_history(
+        self,
+        commits: Sequence[tuple[CommitRecord, Nodes]],
+        updates: Sequence[RefUpdate],
+        *,
+        author: str,
+        action: str = "import",
+    ) -> None:
+        """Insert whole commits made elsewhere (each with its own parents and time, parents
+        first) and create or move refs to them, all in one transaction: either every commit
+        and ref lands, or nothing does. A branch that is no longer at ``expected`` fails it
+        with :class:`RefMovedError`, a ref to create that exists with
+        :class:`AlreadyExistsError`."""
+        rid = self.repo_id
+        with self.db.tx(write=True) as conn:
+            dia.gc_fence(conn, rid, exclusive=False)  # expire cannot drop a parent meanwhile
+            now = self.db.now(conn)
+            for commit, nodes in commits:
+                put_nodes(conn, rid, nodes, now)
+                conn.execute(pub.INSERT_COMMIT, pub.commit_values(rid, commit, commit.created_at))
+            for u in updates:
+                if u.expected is None:
+                    kind = conn.execute(
+                        sa.select(refs.c.kind).where(refs.c.repo_id == rid, refs.c.name == u.name)
+                    ).scalar()
+                    if kind is not None:
+                        raise AlreadyExistsError(f"a {kind} named {u.name!r} already exists")
+                    conn.execute(
+                        sa.insert(refs).values(
+                            repo_id=rid, name=u.name, kind=u.kind, commit_id=u.new, updated_at=now
+                        )
+                    )
+                    log_ref(conn, rid, u.name, action, None, u.new, author, now, "")
+                    continue
+                moved = conn.execute(
+                    pub.MOVE_BRANCH,
+                    {"p_repo": rid, "p_branch": u.name, "p_base": u.expected, "p_new": u.new,
+                     "p_now": now},
+                )  # fmt: skip
+                if moved.rowcount != 1:
+                    raise RefMovedError(
+                        f"branch {u.name!r} moved while it was being imported into; nothing "
+                        "was imported, run the import again",
+                        ref=u.name,
+                        expected=u.expected,
+                    )
+                log_ref(conn, rid, u.name, action, u.expected, u.new, author, now, "")
+            crash_point("commit.in_tx")
 
     def publish(
         self,

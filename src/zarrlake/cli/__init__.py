@@ -35,6 +35,7 @@ COMMAND_MODULES = (
     "zarrlake.cli.dashboard",
     "zarrlake.cli.serve",
     "zarrlake.cli.catalog",
+    "zarrlake.cli.importing",
 )
 
 EXIT_OK = 0

@@ -17,7 +17,7 @@ import numpy as np
 
 from zarrlake.model.changes import SnapshotReader, iter_manifest
 from zarrlake.model.index import ManifestIndex, index_delta
-from zarrlake.model.manifest import ChunkRef, Shard
+from zarrlake.model.manifest import VIRTUAL, ChunkRef, Shard
 from zarrlake.model.metadata import NodeMeta
 from zarrlake.model.snapshot import NodeEntry, Root
 from zarrlake.types import ChunkCoords
@@ -113,6 +113,10 @@ class NodeDiff:
     chunks_added, chunks_changed, chunks_removed
         Chunk coordinates that exist only after, exist on both sides with different bytes,
         or exist only before.
+    chunks_virtual
+        Those of ``chunks_added`` and ``chunks_changed`` whose new content is a virtual
+        reference (bytes read where they live, outside the lake); front ends mark them apart
+        on chunk maps.
     """
 
     path: str
@@ -123,6 +127,7 @@ class NodeDiff:
     chunks_added: frozenset[ChunkCoords] = frozenset()
     chunks_changed: frozenset[ChunkCoords] = frozenset()
     chunks_removed: frozenset[ChunkCoords] = frozenset()
+    chunks_virtual: frozenset[ChunkCoords] = frozenset()
 
     @property
     def n_chunks(self) -> int:
@@ -438,17 +443,23 @@ def _as_set(arr: np.ndarray) -> frozenset[ChunkCoords]:
     return frozenset(tuple(row) for row in arr.tolist())
 
 
+_Sets = tuple[
+    frozenset[ChunkCoords], frozenset[ChunkCoords], frozenset[ChunkCoords], frozenset[ChunkCoords]
+]
+
+
 def _chunk_sets(
     a: NodeEntry | None,
     b: NodeEntry | None,
     ma: NodeMeta | None,
     mb: NodeMeta | None,
     reader: SnapshotReader,
-) -> tuple[frozenset[ChunkCoords], frozenset[ChunkCoords], frozenset[ChunkCoords]]:
+) -> _Sets:
+    """(added, changed, removed, virtual among added and changed) chunk coordinates."""
     ha = a.manifest if a is not None and ma is not None and ma.is_array else None
     hb = b.manifest if b is not None and mb is not None and mb.is_array else None
     if ha == hb:
-        return frozenset(), frozenset(), frozenset()
+        return frozenset(), frozenset(), frozenset(), frozenset()
     ia = reader.index(ha) if ha is not None else None
     ib = reader.index(hb) if hb is not None else None
     if ia is not None and ib is not None and ia.shard_shape != ib.shard_shape:
@@ -456,27 +467,31 @@ def _chunk_sets(
     added: list[np.ndarray] = []
     changed: list[np.ndarray] = []
     removed: list[np.ndarray] = []
+    virtual: list[np.ndarray] = []
     for d in manifest_delta(ia, ib, reader):
         added.append(d.coords(d.after, d.added))
         changed.append(d.coords(d.after, d.changed))
         removed.append(d.coords(d.before, d.removed))
+        new = np.concatenate([d.added, d.changed]).astype(np.int64)
+        if len(new) and len(d.after.kinds):
+            virtual.append(d.coords(d.after, new[d.after.kinds[new] == VIRTUAL]))
     return (
         frozenset().union(*map(_as_set, added)),
         frozenset().union(*map(_as_set, changed)),
         frozenset().union(*map(_as_set, removed)),
+        frozenset().union(*map(_as_set, virtual)),
     )
 
 
-def _full_compare(
-    ia: ManifestIndex, ib: ManifestIndex, reader: SnapshotReader
-) -> tuple[frozenset[ChunkCoords], frozenset[ChunkCoords], frozenset[ChunkCoords]]:
+def _full_compare(ia: ManifestIndex, ib: ManifestIndex, reader: SnapshotReader) -> _Sets:
     # Shard layouts differ (the array was replaced): positions cannot be matched, compare all.
     left = {c: r.hash for c, r in iter_manifest(ia, reader)}
-    right = {c: r.hash for c, r in iter_manifest(ib, reader)}
+    right = dict(iter_manifest(ib, reader))
     added = frozenset(c for c in right if c not in left)
     removed = frozenset(c for c in left if c not in right)
-    changed = frozenset(c for c, h in right.items() if c in left and left[c] != h)
-    return added, changed, removed
+    changed = frozenset(c for c, r in right.items() if c in left and left[c] != r.hash)
+    virtual = frozenset(c for c in added | changed if right[c].source is not None)
+    return added, changed, removed, virtual
 
 
 # -- roots -------------------------------------------------------------------------------------
@@ -489,14 +504,14 @@ def _node_diff(
     mb = reader.node_meta(b.meta) if b is not None else None
     if ma is not None and mb is not None and ma.ndim != mb.ndim and ma.is_array and mb.is_array:
         # coordinates of different rank never match: every chunk is removed and added
-        added, _, _ = _chunk_sets(None, b, None, mb, reader)
-        _, _, removed = _chunk_sets(a, None, ma, None, reader)
+        added, _, _, virtual = _chunk_sets(None, b, None, mb, reader)
+        _, _, removed, _ = _chunk_sets(a, None, ma, None, reader)
         changed: frozenset[ChunkCoords] = frozenset()
     else:
-        added, changed, removed = _chunk_sets(a, b, ma, mb, reader)
+        added, changed, removed, virtual = _chunk_sets(a, b, ma, mb, reader)
     if ma is None:
         assert mb is not None  # one side at least holds the node
-        return NodeDiff(path, "added", mb.node_type, chunks_added=added)
+        return NodeDiff(path, "added", mb.node_type, chunks_added=added, chunks_virtual=virtual)
     if mb is None:
         return NodeDiff(path, "removed", ma.node_type, chunks_removed=removed)
     fields: tuple[FieldChange, ...] = ()
@@ -505,7 +520,7 @@ def _node_diff(
         fields, attrs = metadata_changes(ma, mb)
     if not (fields or attrs or added or changed or removed):
         return None  # e.g. the document was reformatted, or a manifest rewritten identically
-    return NodeDiff(path, "modified", mb.node_type, fields, attrs, added, changed, removed)
+    return NodeDiff(path, "modified", mb.node_type, fields, attrs, added, changed, removed, virtual)
 
 
 def diff_roots(

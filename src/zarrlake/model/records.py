@@ -13,7 +13,7 @@ from zarrlake.model.lifecycle import session_status
 from zarrlake.model.manifest import ChunkRef
 from zarrlake.types import ChunkCoords, CommitInfo, SessionInfo, from_epoch
 
-__all__ = ["CommitRecord", "SessionRecord", "StagedEntry", "StagedKind"]
+__all__ = ["CommitRecord", "RefUpdate", "SessionRecord", "StagedEntry", "StagedKind"]
 
 StagedKind = Literal["meta", "drop", "chunk", "raw"]
 
@@ -94,3 +94,14 @@ class StagedEntry:
     def slot(self) -> tuple[str, str, ChunkCoords, str]:
         """What a later write of the same key replaces."""
         return (self.path, self.kind, self.coords, self.key)
+
+
+@dataclass(frozen=True, slots=True)
+class RefUpdate:
+    """A branch or tag to create (``expected`` ``None``) or a branch to move from
+    ``expected`` to ``new`` by compare-and-swap."""
+
+    name: str
+    kind: str
+    new: str
+    expected: str | None = None

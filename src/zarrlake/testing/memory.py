@@ -18,12 +18,19 @@ from zarrlake.errors import (
     AlreadyExistsError,
     CatalogError,
     NotFoundError,
+    RefMovedError,
     SessionClosedError,
     SessionExpiredError,
 )
 from zarrlake.model import Root, content_hash
 from zarrlake.model.graph import reach
-from zarrlake.model.records import CommitRecord, SessionRecord, StagedEntry, StagedKind
+from zarrlake.model.records import (
+    CommitRecord,
+    RefUpdate,
+    SessionRecord,
+    StagedEntry,
+    StagedKind,
+)
 from zarrlake.objects import open_object_store
 from zarrlake.repo import Repo
 from zarrlake.types import ChunkCoords, RefLogEntry, RepoConfig, SessionInfo, from_epoch
@@ -265,6 +272,29 @@ class _Writer:
                 db.staged.pop(session_id, None)
                 db.reads.pop(session_id, None)
             return done
+
+    def publish_history(
+        self,
+        commits: Sequence[tuple[CommitRecord, Nodes]],
+        updates: Sequence[RefUpdate],
+        *,
+        author: str,
+        action: str = "import",
+    ) -> None:
+        db = self.db
+        with db.lock:
+            for u in updates:
+                ref = db.refs.get(u.name)
+                if u.expected is None and ref is not None:
+                    raise AlreadyExistsError(f"a {ref[0]} named {u.name!r} already exists")
+                if u.expected is not None and ref != ("branch", u.expected):
+                    raise RefMovedError(f"branch {u.name!r} moved", ref=u.name)
+            for commit, nodes in commits:
+                db.nodes.update(nodes)
+                db.commits[commit.id] = commit
+            for u in updates:
+                db.refs[u.name] = (u.kind, u.new)
+                db.log(u.name, action, u.expected, u.new, author)
 
 
 class _Sessions:

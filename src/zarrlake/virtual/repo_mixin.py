@@ -13,9 +13,11 @@ from zarrlake.model import ChunkRef, iter_manifest
 from zarrlake.model.metadata import format_chunk_key
 from zarrlake.model.virtual import normalize_prefix
 from zarrlake.objects.sources import split_secrets
+from zarrlake.types import default_author, validate_text
 
 if TYPE_CHECKING:
     from zarrlake.session import WritableSession
+    from zarrlake.virtual.icechunk_import import IcechunkImport
 
 __all__ = ["VirtualSourcesMixin", "allow_sources", "virtual_chunks"]
 
@@ -107,3 +109,13 @@ class VirtualSourcesMixin:
         except BaseException:
             session.abandon()
             raise
+
+    def import_icechunk(
+        self, storage_or_path: Any, *, ref_prefix: str = "", author: str | None = None
+    ) -> IcechunkImport:
+        """Import an Icechunk repository with its history (see
+        :func:`zarrlake.import_icechunk`)."""
+        from zarrlake.virtual.icechunk_import import import_history
+
+        who = default_author() if author is None else validate_text(author, "author")
+        return import_history(self._core, storage_or_path, author=who, ref_prefix=ref_prefix)

@@ -1,12 +1,17 @@
-"""Importing an existing Zarr v3 store (local or S3) in one commit: its metadata documents as
-they are, its chunks as virtual references to the existing chunk objects (``copy=False``) or
-copied into the lake (``copy=True``). Nothing of the lake changes until that commit lands: a
-failure (or a crash) leaves the lake exactly as it was."""
+"""Importing an existing Zarr store (v3, or v2 with its metadata converted to v3; local or
+on S3) in one commit: its chunks as virtual references to the existing chunk objects
+(``copy=False``) or copied into the lake (``copy=True``). Nothing of the lake changes until
+that commit lands: a failure (or a crash) leaves the lake exactly as it was.
+
+The store is listed twice as a stream (:mod:`zarrlake.virtual.listing`): first for its
+metadata documents, then for its chunks, which are staged in batches, so the memory an
+import needs does not grow with the store."""
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+import os
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -14,19 +19,26 @@ from zarrlake.errors import InvalidInputError, InvalidMetadataError, VirtualSour
 from zarrlake.maintenance.progress import progress_bar
 from zarrlake.model.metadata import NodeMeta, parse_chunk_key, parse_node_meta
 from zarrlake.model.virtual import normalize_url
+from zarrlake.virtual.listing import StoreLister
+from zarrlake.virtual.zarr_v2 import V2_DOCS, convert_v2_array, convert_v2_group
 
 if TYPE_CHECKING:
     from zarrlake.repo import Repo
+    from zarrlake.session import WritableSession
 
-__all__ = ["import_zarr"]
+__all__ = ["BATCH", "check_codecs", "import_zarr", "store_url"]
+
+BATCH = 2000
+"""Chunks staged at a time (references, or copies read concurrently)."""
 
 _SUPPORTED_CODECS = frozenset(
     {"bytes", "blosc", "gzip", "zstd", "crc32c", "transpose", "sharding_indexed", "vlen-utf8",
      "vlen-bytes"}
 )  # fmt: skip
+_DOCS = frozenset(("zarr.json", *V2_DOCS))
 
 
-def _check_codecs(path: str, doc: dict[str, Any]) -> None:
+def check_codecs(path: str, doc: dict[str, Any]) -> None:
     """Refuse an array whose codecs zarr cannot decode here (the lake could not read it)."""
     pending = list(doc.get("codecs", []))
     while pending:
@@ -43,6 +55,104 @@ def _check_codecs(path: str, doc: dict[str, Any]) -> None:
             pending += list(config.get("codecs", [])) + list(config.get("index_codecs", []))
 
 
+def _split(key: str) -> tuple[str, str]:
+    """(directory, file name) of a store key."""
+    cut = key.rfind("/")
+    return (key[:cut], key[cut + 1 :]) if cut >= 0 else ("", key)
+
+
+def _json(lister: StoreLister, key: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(lister.read(key))
+    except ValueError as exc:
+        raise InvalidMetadataError(f"{key} of the store is not valid JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise InvalidMetadataError(f"{key} of the store must hold a JSON object")
+    return doc
+
+
+def _metadata(lister: StoreLister, source: str) -> tuple[dict[str, bytes], int, int]:
+    """The store's nodes as Zarr v3 documents (path -> ``zarr.json``), the store's Zarr
+    format, and how many other files it has (its chunks, at most)."""
+    docs: dict[str, set[str]] = {}
+    others = 0
+    for f in lister.files():
+        folder, name = _split(f.key)
+        if name in _DOCS:
+            docs.setdefault(folder, set()).add(name)
+        else:
+            others += 1
+    if not docs and not others:
+        raise InvalidInputError(f"there is no Zarr store at {source!r} (no files found)")
+    root = docs.get("", set())
+    if "zarr.json" in root:
+        out = {
+            p: lister.read(f"{p}/zarr.json" if p else "zarr.json")
+            for p, names in sorted(docs.items())
+            if "zarr.json" in names
+        }
+        return out, 3, others
+    if not root & {".zarray", ".zgroup"}:
+        raise InvalidInputError(
+            f"{source!r} has no zarr.json, .zgroup or .zarray at its root: not a Zarr store"
+        )
+    out = {}
+    for p, names in sorted(docs.items()):
+        prefix = f"{p}/" if p else ""
+        attrs = _json(lister, prefix + ".zattrs") if ".zattrs" in names else {}
+        if ".zarray" in names:
+            out[p] = convert_v2_array(p, _json(lister, prefix + ".zarray"), attrs)
+        elif ".zgroup" in names:
+            out[p] = convert_v2_group(attrs)
+    for p in list(out):  # v2 stores may leave out the .zgroup of an intermediate group
+        while p:
+            p = _split(p)[0]
+            out.setdefault(p, convert_v2_group({}))
+    return dict(sorted(out.items())), 2, others
+
+
+def _chunks(
+    lister: StoreLister, metas: dict[str, NodeMeta]
+) -> Iterator[tuple[str, tuple[int, ...], str, int]]:
+    """(array path, chunk coordinates, key, size) of every chunk file of the store."""
+    for f in lister.files():
+        if _split(f.key)[1] in _DOCS:
+            continue
+        parent = f.key
+        while parent:
+            parent = _split(parent)[0]
+            owner = metas.get(parent)
+            if owner is not None:
+                if owner.is_array:
+                    rel = f.key[len(parent) + 1 :] if parent else f.key
+                    coords = parse_chunk_key(rel, owner.encoding, owner.ndim)
+                    if coords is not None:
+                        yield parent, coords, f.key, f.size
+                break
+
+
+def _stage(
+    session: WritableSession,
+    lister: StoreLister,
+    url: str,
+    batch: dict[str, list[tuple[tuple[int, ...], str, int]]],
+    pool: ThreadPoolExecutor | None,
+) -> None:
+    for path, items in batch.items():
+        if pool is not None:
+            list(pool.map(lambda item: session.write_sync(item[1], lister.read(item[1])), items))
+        else:
+            session.put_virtual_refs(path, [(c, f"{url}/{key}", 0, size) for c, key, size in items])
+    batch.clear()
+
+
+def store_url(source: str) -> str:
+    """The normalized URL of a store given as a path (relative ones too) or a URL."""
+    if "://" not in source:
+        source = os.path.abspath(source)
+    return normalize_url(source.rstrip("/") or "/").rstrip("/")
+
+
 def import_zarr(
     repo: Repo,
     source: str,
@@ -53,90 +163,58 @@ def import_zarr(
     storage_options: dict[str, Any] | None = None,
     progress: bool | None = None,
 ) -> str:
-    """Import the Zarr store at ``source`` (a local directory or ``s3://`` URL) into
-    ``branch`` in one commit; return the commit id.
+    """Import the Zarr store at ``source`` (a local directory or ``s3://`` URL; Zarr v3, or
+    v2 with its metadata converted to v3) into ``branch`` in one commit; return its id.
 
     With ``copy=False`` (the default) every chunk is a virtual reference to the store's own
     chunk object, so ``source`` must be under a prefix the repo allows
     (``repo.allow_virtual_source``); with ``copy=True`` the chunks are copied into the lake.
-    Only Zarr v3 stores are imported; a Zarr v2 store (``.zarray``), an array with a codec
-    this zarrlake cannot read, or anything else refused leaves the lake unchanged.
+    A store with an array this zarrlake cannot read (a codec it does not know, a v2 object
+    dtype), a location that is not allowed, or anything else refused leaves the lake
+    unchanged. ``progress`` shows a bar on stderr (by default when it is a terminal).
     """
-    import fsspec
-
-    url = normalize_url(source if "://" in source else source.rstrip("/") or "/")
-    fs, root = fsspec.core.url_to_fs(url, **(storage_options or {}))
-    root = root.rstrip("/")
-    found = fs.find(root, detail=True)
-    if not found:
-        raise InvalidInputError(f"there is no Zarr store at {source!r} (no files found)")
-    files = {str(p)[len(root) + 1 :]: int(info.get("size", 0)) for p, info in found.items()}
-    if any(k.rsplit("/", 1)[-1] in (".zarray", ".zgroup") for k in files):
-        raise InvalidMetadataError(
-            f"{source!r} is a Zarr v2 store; this zarrlake imports Zarr v3 stores only (convert "
-            "it with zarr's migration tools first). Nothing was imported"
-        )
+    url = store_url(source)
+    lister = StoreLister(url, storage_options)
+    docs, zarr_format, total = _metadata(lister, source)
     metas: dict[str, NodeMeta] = {}
-    docs: dict[str, bytes] = {}
-    for key in sorted(k for k in files if k == "zarr.json" or k.endswith("/zarr.json")):
-        path = key[: -len("zarr.json")].rstrip("/")
-        raw = fs.cat_file(f"{root}/{key}")
-        nm = parse_node_meta(raw)
-        if nm.is_array:
-            _check_codecs(path, json.loads(raw))
-        metas[path], docs[path] = nm, raw
-    if "" not in metas:
-        raise InvalidInputError(f"{source!r} has no zarr.json at its root: not a Zarr v3 store")
-    chunks: dict[str, list[tuple[tuple[int, ...], str, int]]] = defaultdict(list)
-    for key, size in files.items():
-        if key.endswith("zarr.json"):
-            continue
-        parent = key
-        while True:
-            cut = parent.rfind("/")
-            parent = parent[:cut] if cut >= 0 else ""
-            owner = metas.get(parent)
-            if owner is not None and owner.is_array:
-                rel = key[len(parent) + 1 :] if parent else key
-                coords = parse_chunk_key(rel, owner.encoding, owner.ndim)
-                if coords is not None:
-                    chunks[parent].append((coords, key, size))
-                break
-            if cut < 0:
-                break
+    for path, raw in docs.items():
+        metas[path] = parse_node_meta(raw)
+        if metas[path].is_array:
+            check_codecs(path, json.loads(raw))
     if not copy:
         prefixes = repo.virtual_sources()
-        if not any(url.rstrip("/") + "/" == p or url.startswith(p) for p in prefixes):
+        if not any(url + "/" == p or url.startswith(p) for p in prefixes):
             raise VirtualSourceError(
                 f"importing {source!r} by reference needs its location allowed: call "
-                f"repo.allow_virtual_source({url.rstrip('/') + '/'!r}) first (or import with "
+                f"repo.allow_virtual_source({url + '/'!r}) first (or import with "
                 "copy=True). Nothing was imported",
                 url=url,
             )
     session = repo.writable_session(branch)
     try:
-        for path in sorted(docs):
-            session.write_sync(f"{path}/zarr.json" if path else "zarr.json", docs[path])
-        total = sum(len(v) for v in chunks.values())
-        with progress_bar(progress, total, f"importing {source}") as bar:
-            for path, items in sorted(chunks.items()):
-                if copy:
-                    with ThreadPoolExecutor(8) as pool:
-                        list(
-                            pool.map(
-                                lambda item: session.write_sync(
-                                    item[1], fs.cat_file(f"{root}/{item[1]}")
-                                ),
-                                items,
-                            )
-                        )
-                else:
-                    session.put_virtual_refs(
-                        path,
-                        [(c, f"{url.rstrip('/')}/{key}", 0, size) for c, key, size in items],
-                    )
-                bar.update(len(items))
-        meta = {"imported_from": url, "copied": copy}
+        for path, raw in docs.items():
+            session.write_sync(f"{path}/zarr.json" if path else "zarr.json", raw)
+        batch: dict[str, list[tuple[tuple[int, ...], str, int]]] = {}
+        pending = staged = 0
+        with (
+            progress_bar(progress, total, f"importing {source}") as bar,
+            ThreadPoolExecutor(8) as pool,
+        ):
+            for path, coords, key, size in _chunks(lister, metas):
+                batch.setdefault(path, []).append((coords, key, size))
+                pending += 1
+                if pending >= BATCH:
+                    _stage(session, lister, url, batch, pool if copy else None)
+                    bar.update(pending)
+                    staged, pending = staged + pending, 0
+            _stage(session, lister, url, batch, pool if copy else None)
+            bar.update(pending)
+        meta = {
+            "imported_from": url,
+            "copied": copy,
+            "zarr_format": zarr_format,
+            "chunks": staged + pending,
+        }
         return session.commit(message or f"Import {source}", metadata=meta)
     except BaseException:
         session.abandon()
