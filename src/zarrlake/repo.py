@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import getpass
 import os
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -27,6 +26,7 @@ from zarrlake.model.preview import MergePreview
 from zarrlake.model.virtual import normalize_prefix
 from zarrlake.objects.local import make_directory
 from zarrlake.objects.sources import split_secrets
+from zarrlake.review import ReviewMixin
 from zarrlake.session import (
     DEFAULT_EXPIRY,
     MAX_EXPIRY,
@@ -43,6 +43,7 @@ from zarrlake.types import (
     RefLogEntry,
     RepoConfig,
     SessionInfo,
+    default_author,
     safe_url,
     validate_name,
     validate_text,
@@ -52,13 +53,6 @@ from zarrlake.virtual import VirtualSourcesMixin, allow_sources
 __all__ = ["Repo", "RepoConfig", "upgrade_catalog"]
 
 CATALOG_FILE = "catalog.db"
-
-
-def default_author() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "unknown"
 
 
 def _author(author: object) -> str:
@@ -90,7 +84,7 @@ def upgrade_catalog(
     return catalog_upgrade(catalog)
 
 
-class Repo(VirtualSourcesMixin):
+class Repo(VirtualSourcesMixin, ReviewMixin):
     """One versioned Zarr hierarchy in a catalog.
 
     Use :meth:`create` or :meth:`open`::

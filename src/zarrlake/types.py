@@ -58,6 +58,16 @@ def new_session_id() -> str:
     return "s" + secrets.token_hex(12)
 
 
+def default_author() -> str:
+    """Who a change is by when the caller does not say: the operating system's user."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
 def validate_name(name: object, what: str = "name") -> str:
     """Return ``name`` if it is a valid repo, branch or tag name, else raise.
 
@@ -179,6 +189,19 @@ class CommitInfo:
     @property
     def parent(self) -> str | None:
         return self.parents[0] if self.parents else None
+
+    @property
+    def checks(self) -> dict[str, dict[str, Any]]:
+        """The checks that judged this commit before it landed: name -> ``passed``,
+        ``message`` (and the arrays and chunks concerned)."""
+        found = self.metadata.get("checks")
+        return dict(found) if isinstance(found, dict) else {}
+
+    @property
+    def pull_request(self) -> int | None:
+        """The pull request this commit merged, if it is such a merge."""
+        found = self.metadata.get("pull_request")
+        return found if isinstance(found, int) and not isinstance(found, bool) else None
 
     def __repr__(self) -> str:
         when = self.created_at.isoformat(timespec="seconds")
