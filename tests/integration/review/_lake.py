@@ -37,6 +37,16 @@ def broken(p):
 
 def hangs(p):
     time.sleep(p.params.get("seconds", 5))
+
+def rendezvous(p):
+    # every merging process waits here until all arrived: they all built their merge on the
+    # same head, so their compare-and-swaps race
+    import os, pathlib
+    d = pathlib.Path(p.params["dir"])
+    (d / str(os.getpid())).touch()
+    deadline = time.monotonic() + 60
+    while len(list(d.iterdir())) < p.params["n"] and time.monotonic() < deadline:
+        time.sleep(0.01)
 """
 
 
@@ -56,6 +66,7 @@ def install_checks(root: Path) -> Iterator[None]:
             says_no = zl_test_checks:says_no
             broken = zl_test_checks:broken
             hangs = zl_test_checks:hangs
+            rendezvous = zl_test_checks:rendezvous
             """
         )
     )
@@ -85,3 +96,12 @@ def write(
     s = repo.writable_session(branch)
     zarr.open_array(s.store, path="temp")[region] = value
     return s
+
+
+def merge_pull(catalog: str, name: str, number: int) -> str:
+    """Child body: merge pull request ``number``; ``merged <id>`` or the error's class name."""
+    repo = zarrlake.Repo.open(catalog=catalog, name=name)
+    try:
+        return "merged " + repo.pull_request(number).merge(author="merger")
+    except zarrlake.ZarrlakeError as exc:
+        return type(exc).__name__
