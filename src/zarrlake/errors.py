@@ -22,6 +22,8 @@ from typing import Any
 __all__ = [
     "AlreadyExistsError",
     "CatalogError",
+    "CheckFailedError",
+    "CheckFailure",
     "ChunkCorruptionError",
     "CommitTimeoutError",
     "Conflict",
@@ -35,6 +37,9 @@ __all__ = [
     "InvalidRefError",
     "NotFoundError",
     "ObjectMissingError",
+    "PermissionDeniedError",
+    "ProtectedBranchError",
+    "PullRequestError",
     "ReadOnlyError",
     "RefMovedError",
     "SchemaVersionError",
@@ -161,6 +166,75 @@ class ReadOnlyError(SessionError, ValueError):
     """A write was attempted through a read-only session or store."""
 
     kind = "read_only"
+
+
+# -- a rule of the repo refuses the change --------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CheckFailure:
+    """One check that did not pass: its ``name``, a ``message``, and what it concerns
+    (``arrays``; ``chunks``: array path -> chunk coordinates, the first ones found)."""
+
+    name: str
+    message: str
+    arrays: tuple[str, ...] = ()
+    chunks: dict[str, tuple[tuple[int, ...], ...]] | None = None
+
+    def __str__(self) -> str:
+        where = ""
+        if self.chunks:
+            parts = [f"{p} chunks {', '.join(map(str, c[:5]))}" for p, c in self.chunks.items()]
+            where = f" ({'; '.join(parts)})"
+        elif self.arrays:
+            where = f" ({', '.join(self.arrays)})"
+        return f"{self.name}: {self.message}{where}"
+
+
+class CheckFailedError(ZarrlakeError):
+    """Checks of the branch refused the commit or merge: nothing was changed.
+
+    ``failures`` lists each failed check (:class:`CheckFailure`). Fix the data in the session
+    (it stays open) or ask who owns the checks."""
+
+    kind = "check_failed"
+
+    def __init__(self, message: str, failures: list[CheckFailure] | None = None) -> None:
+        self.failures: list[CheckFailure] = list(failures or [])
+        if self.failures:
+            message = message + "\n" + "\n".join(f"  - {f}" for f in self.failures)
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_plain, (type(self), self.args[0], self.__dict__))
+
+
+class ProtectedBranchError(ZarrlakeError):
+    """The branch is protected: direct commits, resets and deletes are refused. Open a pull
+    request instead (``repo.open_pull_request(source, branch, ...)``). ``branch`` names it."""
+
+    kind = "protected_branch"
+
+    def __init__(self, message: str, *, branch: str = "") -> None:
+        super().__init__(message)
+        self.branch = branch
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_plain, (type(self), self.args[0], self.__dict__))
+
+
+class PullRequestError(ZarrlakeError):
+    """A pull request cannot do this now (closed or merged, not approved, its source branch
+    moved or gone, its target moved: update it). The message says what to do."""
+
+    kind = "pull_request"
+
+
+def _rebuild_plain(cls: type[ZarrlakeError], message: str, attrs: dict[str, Any]) -> Any:
+    err = cls.__new__(cls)
+    Exception.__init__(err, message)
+    err.__dict__.update(attrs)
+    return err
 
 
 # -- concurrent work collided ----------------------------------------------------------------
@@ -356,6 +430,13 @@ class CatalogError(ZarrlakeError):
     """The catalog database failed or is not usable."""
 
     kind = "catalog"
+
+
+class PermissionDeniedError(CatalogError):
+    """The catalog refused a write for lack of rights (a read-only database role or file):
+    nothing was changed. Browsing and reading still work."""
+
+    kind = "permission_denied"
 
 
 class SchemaVersionError(CatalogError):

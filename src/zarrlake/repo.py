@@ -26,6 +26,7 @@ from zarrlake.model.preview import MergePreview
 from zarrlake.model.virtual import normalize_prefix
 from zarrlake.objects.local import make_directory
 from zarrlake.objects.sources import split_secrets
+from zarrlake.review import ReviewMixin
 from zarrlake.session import (
     DEFAULT_EXPIRY,
     MAX_EXPIRY,
@@ -83,7 +84,7 @@ def upgrade_catalog(
     return catalog_upgrade(catalog)
 
 
-class Repo(VirtualSourcesMixin):
+class Repo(VirtualSourcesMixin, ReviewMixin):
     """One versioned Zarr hierarchy in a catalog.
 
     Use :meth:`create` or :meth:`open`::

@@ -190,6 +190,19 @@ class CommitInfo:
     def parent(self) -> str | None:
         return self.parents[0] if self.parents else None
 
+    @property
+    def checks(self) -> dict[str, dict[str, Any]]:
+        """The checks that judged this commit before it landed: name -> ``passed``,
+        ``message`` (and the arrays and chunks concerned)."""
+        found = self.metadata.get("checks")
+        return dict(found) if isinstance(found, dict) else {}
+
+    @property
+    def pull_request(self) -> int | None:
+        """The pull request this commit merged, if it is such a merge."""
+        found = self.metadata.get("pull_request")
+        return found if isinstance(found, int) and not isinstance(found, bool) else None
+
     def __repr__(self) -> str:
         when = self.created_at.isoformat(timespec="seconds")
         return f"<Commit {self.id[:10]} {when} {self.author}: {self.message!r}>"

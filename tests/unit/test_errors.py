@@ -12,6 +12,8 @@ from zarrlake import errors
 from zarrlake.errors import (
     AlreadyExistsError,
     CatalogError,
+    CheckFailedError,
+    CheckFailure,
     ChunkCorruptionError,
     CommitTimeoutError,
     Conflict,
@@ -24,6 +26,9 @@ from zarrlake.errors import (
     InvalidRefError,
     NotFoundError,
     ObjectMissingError,
+    PermissionDeniedError,
+    ProtectedBranchError,
+    PullRequestError,
     ReadOnlyError,
     RefMovedError,
     SchemaVersionError,
@@ -65,6 +70,10 @@ TREE: dict[type[BaseException], tuple[str, tuple[type, ...]]] = {
     SourceChangedError: ("source_changed", (StorageError,)),
     CatalogError: ("catalog", (ZarrlakeError,)),
     SchemaVersionError: ("schema_version", (CatalogError,)),
+    PermissionDeniedError: ("permission_denied", (CatalogError,)),
+    CheckFailedError: ("check_failed", (ZarrlakeError,)),
+    ProtectedBranchError: ("protected_branch", (ZarrlakeError,)),
+    PullRequestError: ("pull_request", (ZarrlakeError,)),
 }
 
 EXCEPTION_NAMES = sorted(cls.__name__ for cls in TREE)
@@ -79,7 +88,9 @@ def _conflicts() -> list[Conflict]:
 
 
 def test_all_lists_exactly_the_tree_and_conflict() -> None:
-    assert sorted(errors.__all__) == sorted([*EXCEPTION_NAMES, "Conflict", "ConflictKind"])
+    assert sorted(errors.__all__) == sorted(
+        [*EXCEPTION_NAMES, "CheckFailure", "Conflict", "ConflictKind"]
+    )
 
 
 @pytest.mark.parametrize("name", EXCEPTION_NAMES)
@@ -228,4 +239,29 @@ def test_conflict_str_formats() -> None:
     assert (
         str(Conflict("read", "", (0, 0), "abc", "changed"))
         == "read conflict at / chunk (0, 0) (commit abc): changed"
+    )
+
+
+def test_check_failed_error_lists_each_failure_and_survives_pickle() -> None:
+    fails = [
+        CheckFailure("no-nan", "NaN in 2 chunks", ("temp",), {"temp": ((0, 1), (3, 0))}),
+        CheckFailure("units", "missing attribute 'units'", ("temp",)),
+    ]
+    err = CheckFailedError("commit refused by 2 checks", fails)
+    assert str(err).splitlines() == [
+        "commit refused by 2 checks",
+        "  - no-nan: NaN in 2 chunks (temp chunks (0, 1), (3, 0))",
+        "  - units: missing attribute 'units' (temp)",
+    ]
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is CheckFailedError
+    assert back.failures == fails
+
+
+def test_protected_branch_error_names_the_branch_through_pickle() -> None:
+    back = pickle.loads(pickle.dumps(ProtectedBranchError("open a pull request", branch="main")))
+    assert (type(back), back.branch, str(back)) == (
+        ProtectedBranchError,
+        "main",
+        "open a pull request",
     )

@@ -30,6 +30,7 @@ LAYERS: dict[str, int] = {
     "zarrlake.session": 4,
     "zarrlake.history": 4,
     "zarrlake.maintenance": 4,
+    "zarrlake.review": 4,
     "zarrlake.repo": 5,
     "zarrlake.virtual": 5,
     "zarrlake": 6,

@@ -21,7 +21,9 @@ from zarrlake.catalog.commits import CommitQueries
 from zarrlake.catalog.db import CatalogDb
 from zarrlake.catalog.gc import GcQueries
 from zarrlake.catalog.nodes import NodeQueries
+from zarrlake.catalog.pulls import PullQueries
 from zarrlake.catalog.refs import RefQueries
+from zarrlake.catalog.rules import RuleQueries
 from zarrlake.catalog.schema import SCHEMA_VERSION, repos
 from zarrlake.catalog.sessions import SessionQueries
 from zarrlake.catalog.sources import SourceQueries
@@ -55,6 +57,8 @@ class RepoCatalog:
         self.nodes = NodeQueries(db, repo_id)
         self.gc = GcQueries(db, repo_id)
         self.sources = SourceQueries(db, repo_id)
+        self.rules = RuleQueries(db, repo_id)
+        self.pulls = PullQueries(db, repo_id)
 
     @property
     def catalog_id(self) -> str:

@@ -25,6 +25,7 @@ from zarrlake.errors import (
     AlreadyExistsError,
     CatalogError,
     NotFoundError,
+    PermissionDeniedError,
     SchemaVersionError,
 )
 
@@ -176,7 +177,7 @@ class CatalogDb:
             raise CatalogError(f"catalog {self.safe_url()} failed: {one_line(exc.orig)}") from exc
         except sa.exc.DBAPIError as exc:
             if dia.is_read_only_error(exc):
-                raise CatalogError(
+                raise PermissionDeniedError(
                     f"catalog {self.safe_url()} refuses writes through this connection (a "
                     "read-only file or a database role without write rights): nothing was "
                     f"changed. Open it with write access to change it ({one_line(exc.orig)})"

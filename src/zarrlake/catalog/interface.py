@@ -14,6 +14,7 @@ from zarrlake.model.records import (
     StagedEntry,
     StagedKind,
 )
+from zarrlake.model.rules import BranchRule, CheckSpec, PullEvent, PullRecord
 from zarrlake.types import ChunkCoords, RefLogEntry, SessionInfo
 
 __all__ = [
@@ -22,7 +23,9 @@ __all__ = [
     "CommitStore",
     "GcStore",
     "NodeStore",
+    "PullStore",
     "RefStore",
+    "RuleStore",
     "SessionStore",
     "SourceStore",
 ]
@@ -88,6 +91,7 @@ class CommitPublisher(Protocol):
         require: Sequence[str] = (),
         action: str = "commit",
         idempotency_key: str | None = None,
+        pull: int | None = None,
     ) -> str | None: ...
     def publish_history(
         self,
@@ -168,6 +172,33 @@ class SourceStore(Protocol):
     def allow(self, prefix: str, options: dict[str, Any]) -> None: ...
 
 
+class RuleStore(Protocol):
+    """Checks that gate commits and merges, and protected branches."""
+
+    def checks(self) -> list[CheckSpec]: ...
+    def add_check(self, spec: CheckSpec, *, replace: bool) -> None: ...
+    def remove_check(self, name: str) -> None: ...
+    def protections(self) -> list[BranchRule]: ...
+    def protect(self, rule: BranchRule) -> None: ...
+    def unprotect(self, branch: str) -> None: ...
+    def for_branch(self, branch: str) -> tuple[list[CheckSpec], BranchRule | None]: ...
+
+
+class PullStore(Protocol):
+    """Pull requests and what happened on them (their merge is the writer's: ``pull=``)."""
+
+    def open(
+        self, source: str, target: str, title: str, description: str, author: str, head: str
+    ) -> PullRecord: ...
+    def get(self, number: int) -> PullRecord: ...
+    def by_state(self, state: str | None) -> list[PullRecord]: ...
+    def events(self, number: int) -> list[PullEvent]: ...
+    def add_event(
+        self, number: int, kind: str, author: str, body: str = "", commit: str | None = None
+    ) -> None: ...
+    def close(self, number: int, author: str) -> None: ...
+
+
 class CatalogApi(Protocol):
     """One repo's catalog: a store per concern, the catalog's clock and identity."""
 
@@ -187,6 +218,10 @@ class CatalogApi(Protocol):
     def gc(self) -> GcStore: ...
     @property
     def sources(self) -> SourceStore: ...
+    @property
+    def rules(self) -> RuleStore: ...
+    @property
+    def pulls(self) -> PullStore: ...
     @property
     def catalog_id(self) -> str: ...
     def clock(self) -> float: ...

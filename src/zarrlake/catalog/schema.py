@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 __all__ = ["SCHEMA_VERSION", "metadata", "tune_storage"]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 metadata = sa.MetaData()
 
@@ -192,6 +192,65 @@ commit_keys = sa.Table(
     sa.Column("key", sa.String(256), primary_key=True),
     sa.Column("commit_id", Id, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
+)
+
+
+# A repo's rules (version 7): checks that gate commits and merges (spec: JSON of kind, params
+# and timeout; events and branches: JSON lists), and protected branches.
+checks = sa.Table(
+    "zl_checks",
+    metadata,
+    sa.Column("repo_id", sa.Integer, primary_key=True),
+    sa.Column("name", Name, primary_key=True),
+    sa.Column("spec", sa.Text, nullable=False),
+    sa.Column("events", sa.Text, nullable=False),
+    sa.Column("branches", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+branch_rules = sa.Table(
+    "zl_branch_rules",
+    metadata,
+    sa.Column("repo_id", sa.Integer, primary_key=True),
+    sa.Column("branch", Name, primary_key=True),
+    sa.Column("required_checks", sa.Text, nullable=False, server_default="[]"),
+    sa.Column("required_approvals", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("allow_direct", sa.Boolean, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+# Pull requests (version 7), numbered per repo, and what happened on them (comments,
+# approvals of a source commit, merge, close), in order.
+pulls = sa.Table(
+    "zl_pulls",
+    metadata,
+    sa.Column("repo_id", sa.Integer, primary_key=True),
+    sa.Column("number", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("source", Name, nullable=False),
+    sa.Column("target", Name, nullable=False),
+    sa.Column("title", sa.Text, nullable=False),
+    sa.Column("description", sa.Text, nullable=False),
+    sa.Column("author", sa.Text, nullable=False),
+    sa.Column("state", sa.String(8), nullable=False),  # open | merged | closed
+    sa.Column("source_commit", Id, nullable=False),
+    sa.Column("merge_commit", Id, nullable=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+    sa.Index("zl_pulls_state", "repo_id", "state"),
+)
+
+pull_events = sa.Table(
+    "zl_pull_events",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("repo_id", sa.Integer, nullable=False),
+    sa.Column("number", sa.Integer, nullable=False),
+    sa.Column("kind", sa.String(8), nullable=False),  # comment | approve | merge | close
+    sa.Column("author", sa.Text, nullable=False),
+    sa.Column("body", sa.Text, nullable=False, server_default=""),
+    sa.Column("commit_id", Id, nullable=True),
+    sa.Column("at", sa.Float, nullable=False),
+    sa.Index("zl_pull_events_pull", "repo_id", "number", "id"),
 )
 
 

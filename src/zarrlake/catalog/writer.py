@@ -17,6 +17,7 @@ from zarrlake.catalog.db import Scoped
 from zarrlake.catalog.gc import refuse_swept_hits
 from zarrlake.catalog.keys import recorded_key
 from zarrlake.catalog.nodes import put_nodes
+from zarrlake.catalog.pulls import mark_merged
 from zarrlake.catalog.refs import log_ref
 from zarrlake.catalog.schema import commits, refs
 from zarrlake.catalog.sessions import refuse_session
@@ -106,6 +107,7 @@ class CommitWriter(Scoped):
         require: Sequence[str] = (),
         action: str = "commit",
         idempotency_key: str | None = None,
+        pull: int | None = None,
     ) -> str | None:
         """Insert a commit and move ``branch`` from ``base`` to it, in one transaction.
 
@@ -122,6 +124,9 @@ class CommitWriter(Scoped):
         idempotency_key
             If a commit with this key is on the branch (:mod:`.keys`), commit nothing and
             return it.
+        pull
+            The pull request this commit merges: recorded as merged in the same transaction
+            (refused if it is no longer open).
 
         Returns
         -------
@@ -156,6 +161,8 @@ class CommitWriter(Scoped):
             if done is None:
                 if locked.head != base:
                     return None
+                if pull is not None:
+                    mark_merged(conn, rid, pull, commit.id, commit.author, now)
                 if pg:
                     self._publish_pg(conn, branch, base, commit, nodes, now, action, values)
                     crash_point("commit.in_tx")

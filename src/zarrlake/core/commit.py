@@ -6,9 +6,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from zarrlake.core.gate import PULL_KEY, judge, load_gate
+from zarrlake.core.proposal import Proposal
 from zarrlake.core.repo_core import RepoCore
 from zarrlake.errors import EmptyCommitError
 from zarrlake.model import Root, StagedState, build_snapshot, content_hash
+from zarrlake.model.overlay import Overlay
 from zarrlake.model.records import CommitRecord
 from zarrlake.types import new_commit_id
 
@@ -43,19 +46,40 @@ def publish_commit(
     require: Sequence[str] = (),
     action: str = "commit",
     idempotency_key: str | None = None,
+    event: str = "commit",
+    pull: int | None = None,
 ) -> BuiltCommit | None:
     """Apply ``staged`` to ``head_root`` and commit it on ``branch`` if the branch is still
     at ``head``; ``None`` if it moved (the caller rebases and retries).
 
     ``extra_blobs`` are nodes the staged changes reference that are not stored yet (merged
     metadata documents of a rebase or merge).
+
+    Before the branch moves, the branch's gate runs (:mod:`.gate`): a protected branch
+    refuses a direct ``event`` (``"commit"`` or ``"merge"``) unless it merges pull request
+    ``pull``, and the checks that apply judge the would-be commit; their results are
+    recorded in its metadata. A refusal raises and changes nothing.
     """
+    gate = load_gate(core, branch, event, pull=pull is not None)
     reader = core.reader
     for h, (kind, data) in extra_blobs.items():
         reader.prime(h, kind, data)  # the snapshot builder reads them before they are stored
     result = build_snapshot(head_root, staged, reader)
     if result.changes.is_empty() and not allow_empty:
         raise EmptyCommitError(empty_message)
+    if gate.checks:
+        proposal = Proposal(
+            core,
+            branch=branch,
+            event=event,
+            before=head_root,
+            after=result.root,
+            reader=Overlay(reader, {**extra_blobs, **result.blobs}),
+            changes=result.changes,
+        )
+        metadata = {**metadata, **judge(gate, proposal)[1]}
+    if pull is not None:
+        metadata = {**metadata, PULL_KEY: pull}
     changes = result.changes.encode()
     ch = content_hash(changes)
     row = CommitRecord(
@@ -80,6 +104,7 @@ def publish_commit(
         require=require,
         action=action,
         idempotency_key=idempotency_key,
+        pull=pull,
     )
     if done is None:
         return None

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from zarrlake.core import RepoCore
+from zarrlake.core.gate import refuse_protected
 from zarrlake.errors import NotFoundError, RefMovedError
 from zarrlake.history.refs import resolve_ref
 from zarrlake.types import RefLogEntry, check_limit, to_timestamp, validate_name
@@ -47,6 +48,8 @@ def create_ref(core: RepoCore, name: str, kind: str, ref: str, author: str) -> s
 def delete_ref(core: RepoCore, name: str, kind: str, author: str) -> str:
     """Delete a branch or tag; returns the commit it pointed to."""
     validate_name(name, f"{kind} name")
+    if kind == "branch":
+        refuse_protected(core, name, "deleting it")
     return core.catalog.refs.delete(name, kind, author)
 
 
@@ -55,6 +58,7 @@ def reset_branch(
 ) -> str:
     """Point a branch at another commit by compare-and-swap; returns the commit."""
     validate_name(name, "branch name")
+    refuse_protected(core, name, "a reset")
     target = resolve_ref(core, to)
     current = core.catalog.refs.get(name)
     if current is None or current[0] != "branch":

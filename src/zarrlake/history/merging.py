@@ -8,6 +8,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from zarrlake.core import RepoCore, publish_commit
+from zarrlake.core.gate import load_gate
+from zarrlake.core.proposal import Proposal
 from zarrlake.errors import (
     CommitTimeoutError,
     Conflict,
@@ -15,6 +17,7 @@ from zarrlake.errors import (
     ConflictKind,
     InvalidInputError,
     NotFoundError,
+    RefMovedError,
 )
 from zarrlake.history.commits import branch_head, commit_root, diff, merge_base
 from zarrlake.history.refs import resolve_ref
@@ -26,7 +29,7 @@ from zarrlake.model.preview import MergeOutcome, MergePreview
 from zarrlake.model.records import CommitRecord
 from zarrlake.types import validate_metadata, validate_name, validate_text
 
-__all__ = ["merge", "preview_merge", "revert"]
+__all__ = ["merge", "merge_proposal", "preview_merge", "revert"]
 
 
 def _backoff(attempt: int, deadline: float, what: str, timeout: float, branch: str) -> None:
@@ -57,6 +60,7 @@ def _apply(
     require: tuple[str, ...],
     action: str,
     allow_empty: bool,
+    pull: int | None = None,
 ) -> str | None:
     """Build and insert one session-less commit; ``None`` if the branch moved meanwhile."""
     built = publish_commit(
@@ -75,6 +79,8 @@ def _apply(
         empty_message=f"this {action} changes nothing on branch {branch!r}",
         require=require,
         action=action,
+        event="merge" if action == "merge" else "commit",
+        pull=pull,
     )
     return None if built is None else built.id
 
@@ -165,6 +171,26 @@ def preview_merge(
     return replace(preview, changes=changes)
 
 
+def merge_proposal(core: RepoCore, source: str, branch: str) -> Proposal | None:
+    """The merge commit a merge of commit ``source`` into ``branch`` would make now (never a
+    fast-forward), as checks see it; ``None`` if it would be refused (conflicts, no common
+    history) or is already merged."""
+    st = _merge_state(core, source, branch, "fail", False)
+    if st.plan is None or st.conflicts:
+        return None
+    overlay = Overlay(core.reader, st.plan.blobs)
+    built = build_snapshot(st.head_root, st.plan.staged, overlay)
+    return Proposal(
+        core,
+        branch=branch,
+        event="merge",
+        before=st.head_root,
+        after=built.root,
+        reader=Overlay(core.reader, {**st.plan.blobs, **built.blobs}),
+        changes=built.changes,
+    )
+
+
 def merge(
     core: RepoCore,
     source: str,
@@ -176,14 +202,25 @@ def merge(
     metadata: dict[str, Any] | None,
     fast_forward: bool,
     timeout: float,
+    pull: int | None = None,
 ) -> str:
-    """Merge ref ``source`` into ``branch``; returns the branch's new head."""
+    """Merge ref ``source`` into ``branch``; returns the branch's new head.
+
+    The branch's gate (:mod:`zarrlake.core.gate`) refuses a direct merge into a protected
+    branch; when checks apply to the merge, it is never a fast-forward, so that the merge
+    commit records their results. ``pull``: the pull request this merges; then the merge is
+    made once, against the branch's head as it is now, and :class:`RefMovedError` is raised
+    if another commit lands first (the pull request must be updated and merged again).
+    """
     strategy = check_solver(solver)
     if message is not None:
         validate_text(message, "merge message")
     metadata = validate_metadata(metadata)
     into = validate_name(branch, "branch name")
     src = resolve_ref(core, source)
+    gate = load_gate(core, into, "merge", pull=pull is not None)
+    if gate.checks or pull is not None:
+        fast_forward = False
     deadline = time.monotonic() + timeout
     attempt = 0
     while True:
@@ -214,9 +251,21 @@ def merge(
                 require=(head, src, st.base),
                 action="merge",
                 allow_empty=True,
+                pull=pull,
             )
             if done is not None:
                 return done
+            if pull is not None:
+                now = core.catalog.refs.get(into)
+                raise RefMovedError(
+                    f"pull request #{pull} was not merged: {into!r} moved from {head[:10]} "
+                    "while it was merging (another pull request or commit landed). Update the "
+                    f"pull request: its checks must pass against the new head of {into!r}; "
+                    "merge it again",
+                    ref=into,
+                    expected=head,
+                    actual=None if now is None else now[1],
+                )
         attempt += 1
         _backoff(attempt, deadline, f"merge of {source!r} into {into!r}", timeout, into)
 

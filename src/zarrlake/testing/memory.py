@@ -33,6 +33,7 @@ from zarrlake.model.records import (
 )
 from zarrlake.objects import open_object_store
 from zarrlake.repo import Repo
+from zarrlake.testing.memory_rules import MemoryPulls, MemoryRules
 from zarrlake.types import ChunkCoords, RefLogEntry, RepoConfig, SessionInfo, from_epoch
 
 __all__ = ["MemoryCatalog", "memory_repo"]
@@ -241,7 +242,10 @@ class _Writer:
         require: Sequence[str] = (),
         action: str = "commit",
         idempotency_key: str | None = None,
+        pull: int | None = None,
     ) -> str | None:
+        if pull is not None:
+            raise CatalogError("the memory catalog keeps no pull requests")
         db = self.db
         with db.lock:
             now = db.now()
@@ -508,6 +512,8 @@ class MemoryCatalog:
         self.nodes = _Nodes(self._db)
         self.gc = _Gc(self._db)
         self.sources = _Sources(self._db)
+        self.rules = MemoryRules()
+        self.pulls = MemoryPulls()
         self.catalog_id = uuid.uuid4().hex
         root = Root().encode()
         first = CommitRecord(

@@ -19,6 +19,7 @@ from zarrlake.catalog.migrations import (
     v4_packs,
     v5_checksums,
     v6_virtual_sources,
+    v7_rules,
 )
 
 __all__ = ["MIGRATIONS", "run"]
@@ -29,6 +30,7 @@ _MODULES: tuple[ModuleType, ...] = (
     v4_packs,
     v5_checksums,
     v6_virtual_sources,
+    v7_rules,
 )
 
 # version -> (what it adds, the function upgrading a catalog from version - 1 to it)

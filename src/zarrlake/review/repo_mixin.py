@@ -1,0 +1,164 @@
+"""The :class:`~zarrlake.Repo` methods about review: checks on commits and merges, protected
+branches, pull requests and the change feed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+
+from zarrlake.core import RepoCore
+from zarrlake.core.checks import find_custom
+from zarrlake.errors import InvalidInputError
+from zarrlake.model.rules import BUILTIN_KINDS, EVENTS, BranchRule, CheckSpec, custom
+from zarrlake.review.feed import ChangeEvent, changes
+from zarrlake.review.pulls import STATES, PullRequest, open_pull_request
+from zarrlake.types import default_author, validate_name
+
+__all__ = ["ReviewMixin"]
+
+
+def _spec(check: object) -> CheckSpec:
+    if isinstance(check, str):
+        check = custom(check)
+    if not isinstance(check, CheckSpec):
+        raise InvalidInputError(
+            "check must be a built-in check (zarrlake.checks.no_nan(...), value_range, "
+            "required_attributes, frozen_schema, max_chunks) or the name of a check "
+            f"registered in the 'zarrlake.checks' entry point group, got {check!r}"
+        )
+    if check.kind == "custom":
+        find_custom(str(check.params.get("entry_point")))  # unknown names refused now
+    elif check.kind not in BUILTIN_KINDS:
+        raise InvalidInputError(f"unknown check kind {check.kind!r}")
+    return check
+
+
+def _author(author: object) -> str:
+    if author is None:
+        return default_author()
+    if not isinstance(author, str) or not author.strip():
+        raise InvalidInputError(f"author must be a non-empty string, got {author!r}")
+    return author
+
+
+class ReviewMixin:
+    """Checks, protected branches, pull requests and the change feed."""
+
+    _core: RepoCore
+
+    # -- checks ---------------------------------------------------------------------------
+
+    def add_check(
+        self,
+        name: str,
+        check: CheckSpec | str,
+        *,
+        on: Sequence[str] | str = EVENTS,
+        branches: Sequence[str] | str = ("main",),
+        timeout: float | None = None,
+        replace: bool = False,
+    ) -> CheckSpec:
+        """Run ``check`` before every commit or merge (``on``) lands on ``branches`` (names
+        or glob patterns such as ``"release/*"``). A check that fails, raises or takes longer
+        than ``timeout`` seconds (default 60) refuses the commit with
+        :class:`CheckFailedError`; passed checks are recorded in the commit's metadata.
+
+        ``check`` is a built-in check from :mod:`zarrlake.checks` or the name of a check a
+        package registers in the ``zarrlake.checks`` entry point group."""
+        spec = _spec(check).bound(name, on, branches, timeout)
+        self._core.catalog.rules.add_check(spec, replace=bool(replace))
+        return spec
+
+    def checks(self) -> list[CheckSpec]:
+        """The repo's checks, by name."""
+        return self._core.catalog.rules.checks()
+
+    def remove_check(self, name: str) -> None:
+        validate_name(name, "check name")
+        self._core.catalog.rules.remove_check(name)
+
+    # -- protected branches ---------------------------------------------------------------
+
+    def protect_branch(
+        self,
+        branch: str,
+        *,
+        required_checks: Sequence[str] = (),
+        required_approvals: int = 0,
+        allow_direct_commits: bool = False,
+    ) -> BranchRule:
+        """Protect ``branch``: resets and deletes are refused, direct commits and merges too
+        (unless ``allow_direct_commits``); changes arrive by pull request, merged once
+        ``required_approvals`` reviewers approved its head and ``required_checks`` (names of
+        checks of this repo) pass. Protecting a protected branch replaces its rule."""
+        validate_name(branch, "branch name")
+        names = [required_checks] if isinstance(required_checks, str) else list(required_checks)
+        for name in names:
+            validate_name(name, "check name")
+        known = {c.name for c in self.checks()}
+        missing = [m for m in names if m not in known]
+        if missing:
+            raise InvalidInputError(
+                f"no check named {', '.join(map(repr, missing))}; add it first with "
+                f"repo.add_check (checks: {', '.join(sorted(known)) or 'none'})"
+            )
+        approvals: object = required_approvals
+        if (
+            isinstance(approvals, bool)
+            or not isinstance(approvals, int)
+            or not 0 <= approvals <= 100
+        ):
+            raise InvalidInputError(
+                f"required_approvals must be an int in 0..100, got {approvals!r}"
+            )
+        if not isinstance(allow_direct_commits, bool):
+            raise InvalidInputError(
+                f"allow_direct_commits must be True or False, got {allow_direct_commits!r}"
+            )
+        rule = BranchRule(branch, tuple(dict.fromkeys(names)), approvals, allow_direct_commits)
+        self._core.catalog.rules.protect(rule)
+        return rule
+
+    def unprotect_branch(self, branch: str) -> None:
+        validate_name(branch, "branch name")
+        self._core.catalog.rules.unprotect(branch)
+
+    def protected_branches(self) -> list[BranchRule]:
+        return self._core.catalog.rules.protections()
+
+    # -- pull requests --------------------------------------------------------------------
+
+    def open_pull_request(
+        self,
+        source: str,
+        target: str = "main",
+        *,
+        title: str,
+        description: str = "",
+        author: str | None = None,
+    ) -> PullRequest:
+        """Propose merging branch ``source`` into ``target``; returns the pull request."""
+        return open_pull_request(self._core, source, target, title, description, _author(author))
+
+    def pull_requests(self, state: str | None = "open") -> list[PullRequest]:
+        """Pull requests in ``state`` (``"open"``, ``"merged"``, ``"closed"``; ``None``:
+        all), newest first."""
+        if state is not None and state not in STATES:
+            raise InvalidInputError(
+                f"state must be one of {', '.join(STATES)} or None, got {state!r}"
+            )
+        return [PullRequest(self._core, r) for r in self._core.catalog.pulls.by_state(state)]
+
+    def pull_request(self, number: int) -> PullRequest:
+        if isinstance(number, bool) or not isinstance(number, int):
+            raise InvalidInputError(f"a pull request number is an int, got {number!r}")
+        return PullRequest(self._core, self._core.catalog.pulls.get(number))
+
+    # -- change feed ----------------------------------------------------------------------
+
+    def changes(
+        self, since: str | datetime | None = None, *, branch: str = "main"
+    ) -> Iterator[ChangeEvent]:
+        """Commits that landed on ``branch`` after ``since`` (a commit or ref, or a time),
+        oldest first, each with the arrays it changed and their changed chunk counts."""
+        return changes(self._core, since, branch)
