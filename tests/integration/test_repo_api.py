@@ -326,3 +326,15 @@ def test_as_of_before_the_branch_existed_is_not_found(
 
 def _size(p: Path) -> int:
     return p.stat().st_size
+
+
+def test_a_session_lists_its_nodes_with_their_kind(tmp_path: Path) -> None:
+    repo = zarrlake.Repo.create(tmp_path / "lake")
+    s = repo.writable_session()
+    root = zarr.open_group(s.store, mode="w")
+    root.create_group("ocean").create_array("sst", shape=(4,), chunks=(2,), dtype="f4")
+    expected = {"": "group", "ocean": "group", "ocean/sst": "array"}
+    assert s.nodes() == expected  # staged nodes count
+    c = s.commit("ocean")
+    assert repo.readonly_session(commit=c).nodes() == expected
+    assert repo.readonly_session(commit=repo.log()[-1].id).nodes() == {}

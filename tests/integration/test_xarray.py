@@ -353,3 +353,32 @@ def test_session_and_message_together_are_refused(repo: zarrlake.Repo) -> None:
     with pytest.raises(zarrlake.InvalidInputError, match=r"session\.commit"):
         ramp(4).lake.commit("m", session=s)
     assert not s.has_changes
+
+
+def test_after_a_commit_the_dataset_points_at_the_new_commit(repo: zarrlake.Repo) -> None:
+    """So ``diff("main~1")`` right after a commit shows that commit's chunks."""
+    ramp(20).lake.commit("v1", repo=repo, group="g", encoding={"v": {"chunks": (5, 4)}})
+    ds = zarrlake.open_dataset(repo, group="g")
+    calibrated = ds.assign(v=ds.v + 1)
+    c2 = calibrated.lake.commit("calibrate", mode="w")
+    assert calibrated.lake.provenance == Provenance(repo.config, "g", c2, "main", None)
+    d = calibrated.lake.diff("main~1")
+    assert len(d["g/v"].chunks_changed) == 4  # 20 rows in chunks of 5: every chunk changed
+    assert ds.lake.provenance.commit != c2  # the Dataset it was derived from is unchanged
+
+
+def test_a_new_dataset_points_at_the_commit_that_stored_it(repo: zarrlake.Repo) -> None:
+    ds = ramp(4)
+    c = ds.lake.commit("first", repo=repo, group="g")
+    assert ds.lake.provenance == Provenance(repo.config, "g", c, "main", None)
+
+
+def test_the_accessor_repr_names_repo_ref_commit_and_group(repo: zarrlake.Repo) -> None:
+    c = ramp(4).lake.commit("first", repo=repo, group="g")
+    text = repr(zarrlake.open_dataset(repo, group="g").lake)
+    assert text.startswith("<ds.lake: repo 'default' at sqlite:///")
+    assert "\n  ref:    main\n" in text
+    assert f"\n  commit: {c[:12]}\n" in text
+    assert text.endswith("\n  group:  /g>")
+    assert " object at 0x" not in text
+    assert repr(ramp(4).lake).startswith("<ds.lake: not from a lake;")

@@ -113,12 +113,22 @@ def test_the_stripped_output_check_catches_an_executed_notebook(tmp_path: Path) 
         test_committed_notebooks_carry_no_outputs(path)
 
 
-def test_quickstart_diff_names_the_chunks(tmp_path: Path) -> None:
+def test_quickstart_shows_its_data_its_diff_and_the_selected_dataset(tmp_path: Path) -> None:
     nb, _ = _execute("01-quickstart.ipynb", tmp_path)
     out = _text(nb)
+    provenance = "".join(_outputs(nb, "01-07"))
+    assert "ref:    main" in provenance
+    assert "group:  /surface" in provenance
+    diff = "".join(_outputs(nb, "01-11"))
+    assert "1 modified; chunks +0 ~2 -0" in diff
+    assert "~ /surface/temperature (array); chunks ~2" in diff
     assert "[(2, 0, 0), (2, 0, 1)]" in out
     assert "calibrate the southern sensor on 3 March" in out
     assert "south: 1.5" in out
+    # the widget's Dataset is the group holding the data, not the empty root group
+    selected = "".join(_outputs(nb, "01-22"))
+    assert "Dimensions:      (time: 7, lat: 18, lon: 36)" in selected
+    assert "temperature  (time, lat, lon) float32" in selected
 
 
 def test_sessions_notebook_shows_the_conflict_and_the_expiry(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ from zarrlake.model.metadata import NodeMeta, chunk_owner, format_chunk_key
 from zarrlake.model.snapshot import Root
 from zarrlake.types import ChunkCoords
 
-__all__ = ["ViewEntry", "view_entries", "view_keys"]
+__all__ = ["ViewEntry", "view_entries", "view_keys", "view_nodes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +74,18 @@ class _Nodes:
         if i < len(self.paths) and self.paths[i] == path:  # the root itself
             i += 1
         return i < len(self.paths) and self.paths[i].startswith(node_prefix)
+
+
+def view_nodes(base: Root, staged: StagedState, reader: SnapshotReader) -> dict[str, str]:
+    """Every node of the view, sorted by path (``""`` is the root): path -> its node type
+    (``"group"``, ``"array"``). Reads node metadata only, never a chunk listing."""
+    nodes = _Nodes(base, staged, reader)
+    out: dict[str, str] = {}
+    for path in nodes.paths:
+        nm = nodes.node_meta(path)
+        if nm is not None:
+            out[path] = nm.node_type
+    return out
 
 
 def view_entries(

@@ -23,7 +23,7 @@ from zarrlake.model.manifest import split_coords
 from zarrlake.model.metadata import chunk_owner
 from zarrlake.model.overlay import Overlay
 from zarrlake.model.records import CommitRecord, StagedEntry
-from zarrlake.model.view import view_keys
+from zarrlake.model.view import view_keys, view_nodes
 from zarrlake.session.keys import Target, meta_path
 from zarrlake.session.virtual import VirtualRef, plan_virtual
 from zarrlake.store import LakeStore
@@ -221,6 +221,11 @@ class Session(ABC):
         """Every key of the view under ``prefix`` (a plain string prefix, as zarr means it),
         each once and each readable (:func:`~zarrlake.model.view.view_keys`)."""
         yield from view_keys(self._base_root, self._staged_state(), self._core.reader, prefix)
+
+    def nodes(self) -> dict[str, str]:
+        """Every node of the view, sorted by path (``""`` is the root group): path ->
+        ``"group"`` or ``"array"``. Reads node metadata only (no chunk listing)."""
+        return view_nodes(self._base_root, self._staged_state(), self._core.reader)
 
     @property
     def has_changes(self) -> bool:

@@ -11,7 +11,14 @@ from zarrlake.model.diff import Diff
 from zarrlake.repo import Repo
 from zarrlake.session import Session
 from zarrlake.types import CommitInfo
-from zarrlake.xarray.provenance import Provenance, Region, WriteMode, provenance
+from zarrlake.types import safe_url
+from zarrlake.xarray.provenance import (
+    Provenance,
+    Region,
+    WriteMode,
+    find_provenance,
+    provenance,
+)
 from zarrlake.xarray.reading import branch, checkout, diff, log, status
 from zarrlake.xarray.writing import commit
 
@@ -29,6 +36,23 @@ class LakeAccessor:
         # Nothing here may fail: an AttributeError raised while the accessor is built would
         # be reported by xarray as "Dataset has no attribute 'lake'".
         self._ds = ds
+
+    def __repr__(self) -> str:
+        prov = find_provenance(self._ds)
+        if prov is None:
+            return (
+                "<ds.lake: not from a lake; open it with zarrlake.open_dataset(repo, ref, "
+                "group=...) or commit it with ds.lake.commit(message, repo=repo)>"
+            )
+        ref = f"session {prov.session}" if prov.session else prov.branch or "(a fixed commit)"
+        return "\n".join(
+            [
+                f"<ds.lake: repo {prov.config.name!r} at {safe_url(prov.config.catalog)}",
+                f"  ref:    {ref}",
+                f"  commit: {prov.commit[:12]}",
+                f"  group:  /{prov.group or ''}>",
+            ]
+        )
 
     @property
     def provenance(self) -> Provenance:

@@ -18,12 +18,14 @@ from zarrlake.repo import Repo
 from zarrlake.session import Session, WritableSession
 from zarrlake.xarray.alignment import check_aligned
 from zarrlake.xarray.provenance import (
+    Provenance,
     Region,
     WriteMode,
     find_provenance,
     meta_key,
     normalize_group,
     provenance,
+    with_provenance,
 )
 from zarrlake.xarray.virtual import is_virtual, write_virtual
 
@@ -56,6 +58,11 @@ def commit(
     With ``session=`` the write is staged in that open session (shared with other jobs, which
     may join it by id), durable when this returns, and nothing is committed: returns ``None``,
     and the session's owner commits once.
+
+    After a commit the Dataset's :class:`Provenance` names the new commit (and the repo,
+    group and branch it went to), so ``ds.lake.diff("main~1")`` right after
+    ``ds.lake.commit(...)`` shows what that commit changed, and the next commit goes to the
+    same place.
 
     A dask-backed Dataset is written by the dask workers: each task's writes are durable in
     the session when the task finishes, and the commit happens once, here.
@@ -111,7 +118,7 @@ def commit(
     s = target_repo.writable_session(target_branch, author=author)
     try:
         _write(ds, s, target_group, mode, region, append_dim, encoding, shared=False)
-        return s.commit(message, metadata=dict(metadata or {}), idempotency_key=idempotency_key)
+        new = s.commit(message, metadata=dict(metadata or {}), idempotency_key=idempotency_key)
     except ConflictError:
         raise  # the session stays open so that it can be rebased (its id is in the message)
     except BaseException:
@@ -119,6 +126,8 @@ def commit(
             with contextlib.suppress(ZarrlakeError):  # the original error is the one to see
                 s.abandon()
         raise
+    with_provenance(ds, Provenance(target_repo.config, target_group, new, target_branch))
+    return new
 
 
 def _target(

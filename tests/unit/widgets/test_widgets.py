@@ -151,3 +151,30 @@ def test_browser_for_a_dataset_starts_on_its_branch(
     b = RepoBrowser.for_dataset(ds)
     assert b.ref.value == "dev"
     assert b.selected_commit == history[0]
+
+
+def test_selected_dataset_opens_the_group_that_holds_the_data(
+    sqlite_repo: zarrlake.Repo,
+) -> None:
+    """The data lives in a group, not in the root: the browser opens that group."""
+    import zarrlake.xarray as zx
+
+    zx.commit(_ds(3.0), "surface", repo=sqlite_repo, group="surface")
+    b = RepoBrowser(sqlite_repo)
+    assert b.group.options == (("/surface", "surface"),)
+    ds = b.selected_dataset()
+    assert list(ds.data_vars) == ["t"]
+    assert float(ds["t"].max()) == 3.0
+    assert ds.encoding["zarrlake"].group == "surface"
+
+
+def test_the_group_dropdown_picks_among_groups_with_data(sqlite_repo: zarrlake.Repo) -> None:
+    import zarrlake.xarray as zx
+
+    zx.commit(_ds(1.0), "land", repo=sqlite_repo, group="land")
+    zx.commit(_ds(2.0), "ocean", repo=sqlite_repo, group="ocean")
+    b = RepoBrowser(sqlite_repo, group="ocean")
+    assert [v for _, v in b.group.options] == ["land", "ocean"]
+    assert float(b.selected_dataset()["t"].max()) == 2.0
+    b.group.value = "land"
+    assert float(b.selected_dataset()["t"].max()) == 1.0

@@ -37,19 +37,23 @@ class RepoBrowser(w.VBox):  # type: ignore[misc]
     ref
         The branch (or tag, commit, ref expression) to start on; default ``main``.
     group
-        The group :meth:`selected_dataset` opens (default: the root group).
+        The group :meth:`selected_dataset` opens first (default: the first group, in path
+        order, that holds arrays at the selected commit).
 
     Notes
     -----
     The parts are attributes, so a test or a notebook can drive them: ``ref`` (Dropdown of
-    branches and tags), ``commits`` (Select of commit ids), ``compare`` (Text: ref to diff
-    against, empty = the parent), ``details`` and ``diff`` (HTML), ``message`` (errors).
+    branches and tags), ``commits`` (Select of commit ids), ``group`` (Dropdown of the groups
+    holding arrays at the selected commit: what :meth:`selected_dataset` opens), ``compare``
+    (Text: ref to diff against, empty = the parent), ``details`` and ``diff`` (HTML),
+    ``message`` (errors).
     """
 
     def __init__(self, repo: Repo, ref: str | None = None, *, group: str | None = None) -> None:
         self.repo = repo
-        self.group = group
+        self._wanted_group = group.strip("/") if group else None
         self.ref = w.Dropdown(description="ref", layout=w.Layout(width="320px"))
+        self.group = w.Dropdown(description="group", layout=w.Layout(width="320px"))
         self.refresh_button = w.Button(description="refresh", icon="refresh", tooltip="reload")
         self.commits = w.Select(rows=10, layout=w.Layout(width="100%"))
         self.compare = w.Text(
@@ -67,6 +71,7 @@ class RepoBrowser(w.VBox):  # type: ignore[misc]
                 w.HBox([self.ref, self.refresh_button]),
                 self.commits,
                 self.message,
+                self.group,
                 self.details,
                 self.compare,
                 self.diff,
@@ -109,7 +114,7 @@ class RepoBrowser(w.VBox):  # type: ignore[misc]
         commit = self.selected_commit
         if commit is None:
             raise InvalidInputError("no commit is selected")
-        return open_dataset(self.repo, commit, group=self.group, **kwargs)
+        return open_dataset(self.repo, commit, group=self.group.value or None, **kwargs)
 
     # -- loading -----------------------------------------------------------------------------
 
@@ -127,6 +132,17 @@ class RepoBrowser(w.VBox):  # type: ignore[misc]
         finally:
             self._quiet = False
         self._load_log()
+
+    def _load_groups(self, commit: str) -> None:
+        """The groups holding arrays at ``commit``; keep the chosen one if it is still there."""
+        nodes = self.repo.readonly_session(commit=commit).nodes()
+        groups = sorted({p.rpartition("/")[0] for p, kind in nodes.items() if kind == "array"})
+        keep = self.group.value if self.group.options else self._wanted_group
+        self.group.options = [(f"/{g}", g) for g in groups]
+        if keep in groups:
+            self.group.value = keep
+        elif groups:
+            self.group.value = groups[0]
 
     def _error(self, exc: ZarrlakeError) -> None:
         # the message as text, and never a credential of a URL it quotes
@@ -153,6 +169,7 @@ class RepoBrowser(w.VBox):  # type: ignore[misc]
         self.message.value = ""
         try:
             info = self.repo.commit_info(commit)
+            self._load_groups(commit)
             self.details.value = commit_html(info)
             against = self.compare.value.strip()
             base = against or (info.parents[0] if info.parents else None)
