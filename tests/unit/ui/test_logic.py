@@ -1,4 +1,4 @@
-"""Pure parts of the dashboard: graph layout, merge preview rules, chunk maps, slices, writes."""
+"""Pure parts of the dashboard: chunk maps, slices, words, writes."""
 
 from __future__ import annotations
 
@@ -8,56 +8,10 @@ import pytest
 import zarr
 
 import zarrlake
-from tests.unit.ui.conftest import commit_by_message
 from zarrlake import NodeDiff
 from zarrlake.ui.dashboard.chunkmap import CHANGED, chunk_map
 from zarrlake.ui.dashboard.common import Writes
-from zarrlake.ui.dashboard.graph import load_graph, merge_base
-from zarrlake.ui.dashboard.preview import preview_merge
 from zarrlake.ui.dashboard.slices import format_slice, parse_slice
-
-
-def test_graph_has_a_lane_per_branch_and_draws_the_merge(demo_lake: zarrlake.Repo) -> None:
-    g = load_graph(demo_lake)
-    assert g.lane_names == ["main", "experiment"]
-    merge = commit_by_message(demo_lake, "Merge experiment")
-    assert len(g.commits[merge].parents) == 2
-    assert g.lanes[merge] == 0
-    assert g.lanes[commit_by_message(demo_lake, "Rescale tropical")] == 1
-    assert g.order[-1] == demo_lake.log("main")[-1].id  # oldest last
-
-
-def test_merge_base_is_the_last_merged_experiment_commit(demo_lake: zarrlake.Repo) -> None:
-    g = load_graph(demo_lake)
-    base = merge_base(g, demo_lake.resolve("main"), demo_lake.resolve("experiment"))
-    assert base == commit_by_message(demo_lake, "Document the rescale")
-
-
-def test_preview_finds_the_conflicts_the_merge_raises(demo_lake: zarrlake.Repo) -> None:
-    p = preview_merge(demo_lake, load_graph(demo_lake), "experiment", "main")
-    with pytest.raises(zarrlake.ConflictError) as err:
-        demo_lake.merge("experiment", "main")
-    engine = {(c.kind, c.path, c.chunk) for c in err.value.conflicts}
-    assert p.outcome == "merge"
-    assert {(c.kind, c.path, c.coords) for c in p.conflicts} == engine
-    assert len(engine) == 3
-
-
-def test_preview_of_disjoint_changes_is_clean_and_the_merge_agrees(tmp_path: Path) -> None:
-    repo = zarrlake.Repo.create(tmp_path / "lake")
-    s = repo.writable_session()
-    zarr.open_group(s.store, mode="w").create_array("a", shape=(4, 4), chunks=(2, 2), dtype="i4")
-    s.commit("create")
-    repo.create_branch("b", "main")
-    for branch, sel in (("main", (slice(0, 2), slice(0, 2))), ("b", (slice(2, 4), slice(2, 4)))):
-        s = repo.writable_session(branch)
-        zarr.open_array(s.store, path="a")[sel] = 7
-        s.commit(f"write on {branch}")
-    p = preview_merge(repo, load_graph(repo), "b", "main")
-    assert p.outcome == "merge"
-    assert p.conflicts == []
-    repo.merge("b", "main")
-    assert preview_merge(repo, load_graph(repo), "b", "main").outcome == "up to date"
 
 
 def test_chunk_map_of_one_slice_marks_only_that_slice() -> None:

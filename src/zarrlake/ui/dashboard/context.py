@@ -1,10 +1,9 @@
-"""What every page of one dashboard shares: the repo, a reader, the write guard, the graph."""
+"""What every page of one dashboard shares: the repo, a reader, the write guard."""
 
 from __future__ import annotations
 
 from zarrlake import Repo
 from zarrlake.ui.dashboard.common import Writes
-from zarrlake.ui.dashboard.graph import Graph, load_graph
 from zarrlake.ui.dashboard.reader import LakeReader
 
 __all__ = ["Context"]
@@ -20,15 +19,11 @@ class Context:
         self.gateway = gateway  # the path the server's Zarr gateway answers at, if it runs one
         self.reader = LakeReader(repo)
         self.writes = writes or Writes()
-        self._graph: Graph | None = None
-        self.listeners: list[object] = []
 
-    def graph(self, refresh: bool = False) -> Graph:
-        if self._graph is None or refresh:
-            self._graph = load_graph(self.repo)
-        return self._graph
+    def branches(self) -> list[str]:
+        """Branch names, main first."""
+        return sorted(self.repo.branches(), key=lambda n: (n != "main", n))
 
     def refs(self) -> list[str]:
         """Branch names (main first), then tag names."""
-        b = sorted(self.repo.branches(), key=lambda n: (n != "main", n))
-        return b + sorted(self.repo.tags())
+        return self.branches() + sorted(self.repo.tags())

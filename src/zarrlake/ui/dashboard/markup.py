@@ -39,6 +39,18 @@ def html_pane(markup: str, css_classes: Sequence[str] = (), **params: Any) -> pn
 
 CSS = """
 .zl-text { white-space: pre-wrap; overflow-wrap: anywhere; }
+code, .zl-id { color: inherit; background: rgba(127, 127, 127, 0.14); padding: 0 0.25em;
+  border-radius: 3px; font-family: ui-monospace, Menlo, Consolas, monospace; }
+a { color: inherit; text-decoration: underline; text-underline-offset: 2px; }
+.zl-muted { opacity: 0.85; }
+.zl-message { margin: 0.2em 0; }
+.zl-cards { display: flex; flex-wrap: wrap; gap: 8px; }
+.zl-card { border: 1px solid rgba(127, 127, 127, 0.45); border-radius: 6px;
+  padding: 4px 10px; min-width: 200px; flex: 1 1 220px; }
+.zl-card p, .zl-card ul { margin: 4px 0; }
+.zl-badge { font-size: 0.85em; border: 1px solid currentColor; border-radius: 8px;
+  padding: 0 6px; }
+.zl-add, .zl-chg, .zl-del { font-weight: bold; font-family: ui-monospace, Menlo, monospace; }
 :host(.zl-alert) { padding: 0.75rem 1.25rem; border: 1px solid transparent;
   border-radius: 0.25rem; white-space: pre-wrap; overflow-wrap: anywhere; }
 :host(.zl-alert-danger) { color: var(--danger-text-color, #58151c);

@@ -18,6 +18,7 @@ from zarrlake.ui.dashboard.common import fmt_time, short
 from zarrlake.ui.dashboard.context import Context
 from zarrlake.ui.dashboard.countdown import Countdown
 from zarrlake.ui.dashboard.markup import error_alert, html, html_pane
+from zarrlake.ui.dashboard.words import plural
 
 __all__ = ["SessionsView"]
 
@@ -35,7 +36,8 @@ class SessionsView(Viewer):
         self._staged: dict[str, str] = {}
         self.list = pn.Column(sizing_mode="stretch_width", css_classes=["zl-sessions"])
         self.summary = html_pane("", css_classes=["zl-sessions-summary"])
-        self.message = pn.Column()
+        self.shown: list[Any] = [self.summary, self._header(), self.list]
+        self.body = pn.Column(*self.shown, sizing_mode="stretch_width")
         self._callback: Any = None
         self.refresh()
 
@@ -44,12 +46,20 @@ class SessionsView(Viewer):
         if sid not in self._staged:
             try:
                 s = self.ctx.repo.session(sid).status().summary()
+                nodes = s.nodes_added + s.nodes_removed + s.nodes_modified
+                chunks = s.chunks_added + s.chunks_changed + s.chunks_removed
                 self._staged[sid] = (
-                    f"{s.nodes_added + s.nodes_removed + s.nodes_modified} node(s), "
-                    f"chunks +{s.chunks_added} ~{s.chunks_changed} -{s.chunks_removed}"
+                    f"{plural(nodes, 'node')}, {plural(chunks, 'chunk')}"
+                    + (
+                        f" (+{s.chunks_added} ~{s.chunks_changed} -{s.chunks_removed})"
+                        if chunks
+                        else ""
+                    )
+                    if nodes
+                    else "nothing staged"
                 )
-            except Exception as exc:
-                self._staged[sid] = f"({type(exc).__name__})"
+            except Exception:
+                self._staged[sid] = "not readable"
         return self._staged[sid]
 
     def _row(self, info: SessionInfo) -> tuple[pn.Row, Countdown, pn.pane.HTML]:
@@ -85,9 +95,10 @@ class SessionsView(Viewer):
         try:
             infos = self.ctx.repo.sessions()
         except Exception as exc:
-            self.message.objects = [error_alert(exc)]
+            self.body.objects = [error_alert(exc)]
             return
-        self.message.objects = []
+        if self.body.objects != self.shown:
+            self.body.objects = list(self.shown)
         seen = {i.id for i in infos}
         for sid in [s for s in self._rows if s not in seen]:
             del self._rows[sid]
@@ -104,9 +115,9 @@ class SessionsView(Viewer):
         self.session_ids = ids
         expired = sum(1 for i in infos if self._status(i) == "expired")
         self.summary.object = html(
-            "<p><b>{} open session(s)</b>, {} expired (refreshed every {} s)</p>",
-            len(infos) - expired,
-            expired,
+            "<p><b>{}</b>, {} (refreshed every {} s)</p>",
+            plural(len(infos) - expired, "open session"),
+            f"{expired:,} expired",
             f"{self.poll_ms / 1000:g}",
         )
 
@@ -120,18 +131,14 @@ class SessionsView(Viewer):
             self._callback.stop()
             self._callback = None
 
-    def __panel__(self) -> pn.viewable.Viewable:
+    @staticmethod
+    def _header() -> pn.Row:
         widths = (215, 100, 70, 110, 240, 190, 190)
         names = ("session", "branch", "author", "base", "staged", "opened", "expiry")
-        header = pn.Row(
+        return pn.Row(
             *(html_pane(html("<b>{}</b>", n), width=w) for n, w in zip(names, widths, strict=True)),
             sizing_mode="stretch_width",
         )
-        return pn.Column(
-            self.message,
-            "## Sessions",
-            self.summary,
-            header,
-            self.list,
-            sizing_mode="stretch_width",
-        )
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        return pn.Column("## Sessions", self.body, sizing_mode="stretch_width")
