@@ -182,3 +182,37 @@ def test_catalog_rows_stay_in_the_catalog(name: str) -> None:
     if name.startswith(("zarrlake.catalog", "zarrlake.testing")):
         return
     assert _imports(name) & ROW_MODULES == set()
+
+
+ENGINE_RULES = {"merge_base", "detect_conflicts", "plan_merge", "session_status", "lay_out"}
+
+
+def _delegates_to_model(fn: ast.AST, from_model: set[str]) -> bool:
+    return any(
+        isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in from_model
+        for c in ast.walk(fn)
+    )
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_engine_rules_have_one_owner(name: str) -> None:
+    """Merge bases, conflicts, merge plans, session status and the graph's layout are decided
+    in ``model/`` only: elsewhere a function of that name may only feed the model's rule with
+    data (``history`` does, from the catalog); every front end asks the engine."""
+    if name.startswith("zarrlake.model"):
+        return
+    tree = ast.parse(MODULES[name].read_text())
+    from_model = {
+        a.asname or a.name
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("zarrlake.model")
+        for a in n.names
+    }
+    own_rules = {
+        n.name
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and n.name in ENGINE_RULES
+        and not _delegates_to_model(n, from_model)
+    }
+    assert own_rules == set()
