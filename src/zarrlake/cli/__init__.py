@@ -58,9 +58,10 @@ EXIT_CODES = {
 }
 
 _EPILOG = (
-    "The lake is a directory (the first argument), or --catalog URL --name NAME with\n"
-    "--storage-option KEY=VALUE for the chunk storage's credentials (never printed).\n"
-    "Every command takes --json (shapes in docs/cli.md).\n\nexit status:\n"
+    "The lake is --lake/-C PATH (a directory or a version URL; default $ZARRLAKE_LAKE, else\n"
+    "./my-lake), or --catalog URL --name NAME, with --storage-option KEY=VALUE for the chunk\n"
+    "storage's credentials (never printed). Every command takes --json (shapes in\n"
+    "docs/cli.md).\n\nexit status:\n"
     + "\n".join(f"  {code:>3}  {text}" for code, text in EXIT_CODES.items())
 )
 
@@ -94,6 +95,26 @@ def exit_code(exc: BaseException) -> int:
     return EXIT_FAILURE
 
 
+def _commands(parser: argparse.ArgumentParser) -> list[str]:
+    for action in parser._actions:  # argparse keeps its subcommands on the action
+        if isinstance(action, argparse._SubParsersAction):
+            return list(action.choices)
+    return []
+
+
+def _unknown_command(parser: argparse.ArgumentParser, argv: Sequence[str]) -> str | None:
+    """The error for a first word that is no command, with the commands it is close to."""
+    from zarrlake.types import did_you_mean
+
+    first = next((a for a in argv if not a.startswith("-")), None)
+    if first is None or argv[0] != first:
+        return None
+    commands = _commands(parser)
+    if first in commands:
+        return None
+    return f"unknown command {first!r}{did_you_mean(first, commands)} (zarrlake --help lists them)"
+
+
 def _report(exc: BaseException, code: int, as_json: bool) -> None:
     from zarrlake.cli._common import redact
 
@@ -114,11 +135,17 @@ def _report(exc: BaseException, code: int, as_json: bool) -> None:
     elif kind == "internal":
         print(f"zarrlake: internal error ({type(exc).__name__}): {message}", file=sys.stderr)
     else:
-        print(f"zarrlake: error [{kind}]: {message}", file=sys.stderr)
+        print(f"zarrlake: {message}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    unknown = _unknown_command(parser, argv)
+    if unknown is not None:
+        parser.print_usage(sys.stderr)
+        print(f"zarrlake: {unknown}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     args, extra = parser.parse_known_args(argv)
     if getattr(args, "operand_spec", None) is None and extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
@@ -130,6 +157,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if any(e.startswith("-") and e != "-" for e in extra):
                 args.subparser.error(f"unrecognized arguments: {' '.join(extra)}")
             bind_operands(args, extra)
+        if getattr(args, "resolve_lake", False):
+            from zarrlake.cli._common import resolve_lake
+
+            resolve_lake(args)
         return int(args.func(args))
     except KeyboardInterrupt:
         print("zarrlake: interrupted", file=sys.stderr)

@@ -69,7 +69,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_ui(args: argparse.Namespace) -> int:
-    """Serve the dashboard of a lake; the lake is opened per page, errors shown there."""
+    """Serve the dashboard of a lake. The lake is opened here first, so a missing one is an
+    error on the command line, not a server that shows only an error page; then once per
+    page."""
+    open_repo(args)
     return _serve(lambda: open_repo(args), args, allow_writes=args.allow_writes)
 
 

@@ -10,8 +10,7 @@ from zarrlake._optional import load
 from zarrlake.model.diff import Diff
 from zarrlake.repo import Repo
 from zarrlake.session import Session
-from zarrlake.types import CommitInfo
-from zarrlake.types import safe_url
+from zarrlake.types import CommitInfo, safe_url
 from zarrlake.xarray.provenance import (
     Provenance,
     Region,
