@@ -66,7 +66,8 @@ _EPILOG = (
 )
 
 
-def _parser() -> argparse.ArgumentParser:
+def _build() -> tuple[argparse.ArgumentParser, list[str]]:
+    """The parser, and the names of its commands (aliases included)."""
     p = argparse.ArgumentParser(
         prog="zarrlake",
         description="Versioned, transactional Zarr v3 repos.",
@@ -77,7 +78,11 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
-    return p
+    return p, list(sub.choices)
+
+
+def _parser() -> argparse.ArgumentParser:
+    return _build()[0]
 
 
 def exit_code(exc: BaseException) -> int:
@@ -95,21 +100,13 @@ def exit_code(exc: BaseException) -> int:
     return EXIT_FAILURE
 
 
-def _commands(parser: argparse.ArgumentParser) -> list[str]:
-    for action in parser._actions:  # argparse keeps its subcommands on the action
-        if isinstance(action, argparse._SubParsersAction):
-            return list(action.choices)
-    return []
-
-
-def _unknown_command(parser: argparse.ArgumentParser, argv: Sequence[str]) -> str | None:
+def _unknown_command(commands: list[str], argv: Sequence[str]) -> str | None:
     """The error for a first word that is no command, with the commands it is close to."""
     from zarrlake.types import did_you_mean
 
     first = next((a for a in argv if not a.startswith("-")), None)
     if first is None or argv[0] != first:
         return None
-    commands = _commands(parser)
     if first in commands:
         return None
     return f"unknown command {first!r}{did_you_mean(first, commands)} (zarrlake --help lists them)"
@@ -139,9 +136,9 @@ def _report(exc: BaseException, code: int, as_json: bool) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
+    parser, commands = _build()
     argv = list(sys.argv[1:] if argv is None else argv)
-    unknown = _unknown_command(parser, argv)
+    unknown = _unknown_command(commands, argv)
     if unknown is not None:
         parser.print_usage(sys.stderr)
         print(f"zarrlake: {unknown}", file=sys.stderr)
