@@ -4,7 +4,8 @@
 temperature and precipitation grid (made in code, no download), then the history a small team
 would leave: calibrations on ``main``, an ``experiment`` branch merged back, a bad commit and
 its revert, a tag, one open session with staged work that expires in a few minutes and one
-session that has already expired.
+session that has already expired. :func:`refresh_sessions` starts a new open session when the
+last one has expired, so a demo served again (or long) still shows a live countdown.
 """
 
 from __future__ import annotations
@@ -23,11 +24,21 @@ import zarrlake
 if TYPE_CHECKING:
     import xarray as xr
 
-__all__ = ["DemoReport", "build_demo", "climate_dataset"]
+__all__ = [
+    "DEFAULT_PATH",
+    "DemoReport",
+    "build_demo",
+    "climate_dataset",
+    "is_demo_lake",
+    "refresh_sessions",
+]
 
 N_TIME, N_LAT, N_LON = 12, 36, 72
 CHUNKS = {"time": 1, "lat": 12, "lon": 24}
 OPEN_SESSION_MINUTES = 5
+OPEN_SESSION_AUTHOR = "ben"
+DEFAULT_PATH = "demo-lake"  # not the README's my-lake, so that its example runs beside it
+MARKER = "DEMO.txt"  # in a lake built by the demo: serving it may start demo sessions
 
 
 @dataclass
@@ -98,7 +109,42 @@ def _fresh(path: Path, force: bool) -> zarrlake.Repo:
                 f"{path} is not empty; pass force=True (zarrlake demo --force) to rebuild it"
             )
         shutil.rmtree(path)
-    return zarrlake.Repo.create(path, author="ana")
+    repo = zarrlake.Repo.create(path, author="ana")
+    (path / MARKER).write_text(
+        "This lake was built by `zarrlake demo`. Serving it with `zarrlake demo` starts a new\n"
+        "open session (with staged work that expires in a few minutes) whenever the last one\n"
+        "has expired. Delete this file to stop that.\n"
+    )
+    return repo
+
+
+def is_demo_lake(path: str | Path) -> bool:
+    """Whether the lake at ``path`` was built by :func:`build_demo`."""
+    return (Path(path) / MARKER).is_file()
+
+
+def refresh_sessions(repo: zarrlake.Repo) -> str | None:
+    """Start the demo's open session (staged work on ``main``, expiring in
+    ``OPEN_SESSION_MINUTES``) unless one is still open. Returns the new session's id, or
+    ``None`` if one was open. (Expired sessions stay listed, as expired: they can no longer
+    be abandoned.)"""
+    if any(s.status == "open" and s.author == OPEN_SESSION_AUTHOR for s in repo.sessions()):
+        return None
+    return _open_session(repo)
+
+
+def _open_session(repo: zarrlake.Repo) -> str:
+    import zarr
+
+    opened = repo.writable_session(
+        "main",
+        author=OPEN_SESSION_AUTHOR,
+        expires_in=timedelta(minutes=OPEN_SESSION_MINUTES),
+    )
+    arr = zarr.open_array(opened.store, path="temperature")
+    arr[5, 12:24, 24:48] = np.asarray(arr[5, 12:24, 24:48]) + 0.2
+    opened.flush()  # staged in the catalog, so the dashboard's process sees the work
+    return str(opened.id)
 
 
 def _region(ds: xr.Dataset, **sel: slice) -> Any:
@@ -213,12 +259,7 @@ def build_demo_report(path: Path, *, force: bool = False) -> DemoReport:
 
     expired = repo.writable_session("main", author="dora", expires_in=timedelta(seconds=1))
     zarr.open_array(expired.store, path="precipitation")[0, 0:12, 0:24] = 0.0
-    opened = repo.writable_session(
-        "main", author="ben", expires_in=timedelta(minutes=OPEN_SESSION_MINUTES)
-    )
-    arr = zarr.open_array(opened.store, path="temperature")
-    arr[5, 12:24, 24:48] = np.asarray(arr[5, 12:24, 24:48]) + 0.2
-    rep.sessions[f"open session (expires {OPEN_SESSION_MINUTES} min)"] = str(opened.id)
+    rep.sessions[f"open session (expires {OPEN_SESSION_MINUTES} min)"] = _open_session(repo)
     rep.sessions["expired session"] = str(expired.id)
     if expired.expires_at is not None:  # let it lapse, so the lake shows an expired session
         time.sleep(max(0.0, expired.expires_at.timestamp() - time.time()) + 0.05)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
 import getpass
 import re
 import secrets
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -27,7 +29,9 @@ __all__ = [
     "SessionInfo",
     "check_limit",
     "default_author",
+    "did_you_mean",
     "from_epoch",
+    "in_words",
     "new_commit_id",
     "new_session_id",
     "parse_catalog_url",
@@ -48,6 +52,24 @@ MAX_NAME_LENGTH = 128
 _NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._\-/]*$")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # Unicode's control characters (Cc)
 _COMMIT_ID_BYTES = 10
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    """``"; did you mean 'main'?"`` (up to three close names), or ``""`` when none is close."""
+    close = difflib.get_close_matches(name, sorted(set(candidates)), n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return "; did you mean " + " or ".join(repr(c) for c in close) + "?"
+
+
+def in_words(names: Iterable[str], *, limit: int = 10) -> str:
+    """Names for a sentence: ``main, dev`` (sorted), ``none``, or the first ``limit`` and
+    how many more."""
+    items = sorted(names)
+    if not items:
+        return "none"
+    more = len(items) - limit
+    return ", ".join(items[:limit]) + (f" and {more} more" if more > 0 else "")
 
 
 def new_commit_id() -> str:

@@ -15,4 +15,9 @@ def test_log_of_a_missing_repo_is_a_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["log", str(tmp_path / "nothing")]) == 1
-    assert "zarrlake: error [not_found]" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err == (
+        f"zarrlake: no lake at {tmp_path / 'nothing'}: create one with "
+        f"`zarrlake init {tmp_path / 'nothing'}`, or name another with --lake PATH "
+        "(or $ZARRLAKE_LAKE)\n"
+    )

@@ -59,14 +59,16 @@ EXIT_CODES = {
 }
 
 _EPILOG = (
-    "The lake is a directory (the first argument), or --catalog URL --name NAME with\n"
-    "--storage-option KEY=VALUE for the chunk storage's credentials (never printed).\n"
-    "Every command takes --json (shapes in docs/cli.md).\n\nexit status:\n"
+    "The lake is --lake/-C PATH (a directory or a version URL; default $ZARRLAKE_LAKE, else\n"
+    "./my-lake), or --catalog URL --name NAME, with --storage-option KEY=VALUE for the chunk\n"
+    "storage's credentials (never printed). Every command takes --json (shapes in\n"
+    "docs/cli.md).\n\nexit status:\n"
     + "\n".join(f"  {code:>3}  {text}" for code, text in EXIT_CODES.items())
 )
 
 
-def _parser() -> argparse.ArgumentParser:
+def _build() -> tuple[argparse.ArgumentParser, list[str]]:
+    """The parser, and the names of its commands (aliases included)."""
     p = argparse.ArgumentParser(
         prog="zarrlake",
         description="Versioned, transactional Zarr v3 repos.",
@@ -77,7 +79,11 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
-    return p
+    return p, list(sub.choices)
+
+
+def _parser() -> argparse.ArgumentParser:
+    return _build()[0]
 
 
 def exit_code(exc: BaseException) -> int:
@@ -93,6 +99,18 @@ def exit_code(exc: BaseException) -> int:
     if isinstance(exc, Aborted):
         return EXIT_NOT_CONFIRMED
     return EXIT_FAILURE
+
+
+def _unknown_command(commands: list[str], argv: Sequence[str]) -> str | None:
+    """The error for a first word that is no command, with the commands it is close to."""
+    from zarrlake.types import did_you_mean
+
+    first = next((a for a in argv if not a.startswith("-")), None)
+    if first is None or argv[0] != first:
+        return None
+    if first in commands:
+        return None
+    return f"unknown command {first!r}{did_you_mean(first, commands)} (zarrlake --help lists them)"
 
 
 def _report(exc: BaseException, code: int, as_json: bool) -> None:
@@ -115,11 +133,17 @@ def _report(exc: BaseException, code: int, as_json: bool) -> None:
     elif kind == "internal":
         print(f"zarrlake: internal error ({type(exc).__name__}): {message}", file=sys.stderr)
     else:
-        print(f"zarrlake: error [{kind}]: {message}", file=sys.stderr)
+        print(f"zarrlake: {message}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
+    parser, commands = _build()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    unknown = _unknown_command(commands, argv)
+    if unknown is not None:
+        parser.print_usage(sys.stderr)
+        print(f"zarrlake: {unknown}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     args, extra = parser.parse_known_args(argv)
     if getattr(args, "operand_spec", None) is None and extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
@@ -131,6 +155,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if any(e.startswith("-") and e != "-" for e in extra):
                 args.subparser.error(f"unrecognized arguments: {' '.join(extra)}")
             bind_operands(args, extra)
+        if getattr(args, "resolve_lake", False):
+            from zarrlake.cli._common import resolve_lake
+
+            resolve_lake(args)
         return int(args.func(args))
     except KeyboardInterrupt:
         print("zarrlake: interrupted", file=sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import zarrlake
+    from zarrlake.errors import NotFoundError
     from zarrlake.urls import VersionURL
 
 __all__ = [
@@ -21,7 +23,10 @@ __all__ = [
     "add_lake_args",
     "add_repo_args",
     "confirm",
+    "default_lake",
+    "is_lake_dir",
     "lake_url",
+    "looks_like_lake",
     "open_repo",
     "parse_duration",
     "parse_options",
@@ -32,6 +37,13 @@ __all__ = [
 ]
 
 DEFAULT_LAKE = "my-lake"
+LAKE_ENV = "ZARRLAKE_LAKE"
+
+
+def default_lake() -> str:
+    """The lake a command uses when none is named: ``$ZARRLAKE_LAKE``, else ``./my-lake``."""
+    return os.environ.get(LAKE_ENV) or DEFAULT_LAKE
+
 
 # Values that must never reach the terminal: storage option secrets and catalog passwords.
 _SECRETS: set[str] = set()
@@ -93,18 +105,29 @@ def parse_options(items: list[str] | None) -> dict[str, Any]:
 
 
 def add_repo_args(sp: argparse.ArgumentParser) -> None:
-    """Add ``PATH`` (embedded default) or ``--catalog URL --name NAME``, and storage options."""
+    """Add ``[LAKE]`` (one optional word), ``--lake/-C``, or ``--catalog URL --name NAME``,
+    and storage options; for commands that take no other operand."""
     sp.add_argument(
         "path",
         nargs="?",
-        default=DEFAULT_LAKE,
-        help="repo directory (embedded default) or a version URL (zarrlake+...)",
+        default=None,
+        metavar="LAKE",
+        help=f"the lake: a directory or a version URL (default: --lake, ${LAKE_ENV}, or "
+        f"./{DEFAULT_LAKE})",
     )
     _add_location_options(sp)
+    sp.set_defaults(resolve_lake=True)
 
 
 def _add_location_options(sp: argparse.ArgumentParser) -> None:
     g = sp.add_argument_group("lake")
+    g.add_argument(
+        "-C",
+        "--lake",
+        metavar="PATH",
+        help=f"the lake: a directory or a version URL (zarrlake+...); default ${LAKE_ENV}, "
+        f"else ./{DEFAULT_LAKE}",
+    )
     g.add_argument(
         "--catalog", metavar="URL", help="catalog URL (SQLAlchemy) instead of a directory"
     )
@@ -117,6 +140,28 @@ def _add_location_options(sp: argparse.ArgumentParser) -> None:
         dest="storage_options",
         help="fsspec option for the chunk storage (repeatable; a.b=c nests; values are JSON "
         "when they parse). Secret values are never printed",
+    )
+
+
+def resolve_lake(args: argparse.Namespace) -> None:
+    """Settle ``args.path`` for ``add_repo_args``: the LAKE word, ``--lake``, or the
+    default; refuse two names for one lake."""
+    word = getattr(args, "path", None)
+    given = [x for x in (word, args.lake, args.catalog and "--catalog") if x]
+    if len(given) > 1:
+        raise argparse.ArgumentTypeError(
+            "the lake is named twice (LAKE, --lake, --catalog): name it once"
+        )
+    args.path = None if args.catalog else word or args.lake or default_lake()
+
+
+def _no_lake(path: str) -> NotFoundError:
+    from zarrlake.errors import NotFoundError
+
+    where = "" if path == default_lake() else f" {path}"
+    return NotFoundError(
+        f"no lake at {path}: create one with `zarrlake init{where}`, or name another with "
+        f"--lake PATH (or ${LAKE_ENV})"
     )
 
 
@@ -136,7 +181,9 @@ def open_repo(args: argparse.Namespace, *, version: bool = False) -> zarrlake.Re
         return zarrlake.Repo.open(catalog=args.catalog, name=args.name, storage_options=options)
     url = lake_url(args)
     if url is None:
-        return zarrlake.Repo.open(args.path, storage_options=options)
+        if not is_lake_dir(args.path):
+            raise _no_lake(args.path)
+        return zarrlake.Repo.open(os.path.expanduser(args.path), storage_options=options)
     if url.group is not None or (url.ref is not None and not version):
         raise zarrlake.InvalidInputError(
             f"this command takes no {'#group=' if url.group is not None else '#ref='} in the "
@@ -187,39 +234,64 @@ class Operand:
 
 
 def add_lake_args(sp: argparse.ArgumentParser, *operands: Operand) -> None:
-    """Positional ``[LAKE] OPERAND...``: the first word is the lake directory unless
-    ``--catalog`` names the lake (then every word is an operand)."""
+    """Operands after the options; the lake is ``--lake/-C`` (or ``--catalog``), else
+    ``$ZARRLAKE_LAKE``, else ``./my-lake``. A lake written as the first word (the older
+    form) is still understood where that is unambiguous (see :func:`bind_operands`)."""
     spec = " ".join(o.name if o.required else f"[{o.name}]" for o in operands)
-    sp.usage = f"%(prog)s [options] [LAKE] {spec}".rstrip()
+    sp.usage = f"%(prog)s [-C LAKE] [options] {spec}".rstrip()
     sp.add_argument("words_", nargs="*", metavar="ARG", help=argparse.SUPPRESS)
     g = sp.add_argument_group("positional arguments")
-    lines = [
-        f"LAKE: the repo directory (default {DEFAULT_LAKE}) or a version URL "
-        "(zarrlake+file:///path or zarrlake+postgresql://host/db?repo=NAME); leave it out "
-        "with --catalog",
-        *(f"{o.name}: {o.help}" for o in operands),
-    ]
-    g.description = "\n".join(lines)
+    g.description = "\n".join(f"{o.name}: {o.help}" for o in operands) or None
     sp.formatter_class = argparse.RawDescriptionHelpFormatter
     _add_location_options(sp)
     sp.set_defaults(operand_spec=operands, subparser=sp)
 
 
+def looks_like_lake(word: str) -> bool:
+    """A version URL, a directory that holds a lake's catalog, or a path that no ref can be
+    (``/...``, ``./...``, ``../...``, ``~...``: ref names start with a letter, digit or _)."""
+    from zarrlake.urls import CATALOG_FILE, is_version_url
+
+    return (
+        is_version_url(word)
+        or word.startswith(("/", "./", "../", "~"))
+        or os.path.isfile(os.path.join(word, CATALOG_FILE))
+    )
+
+
+def is_lake_dir(path: str) -> bool:
+    """Whether ``path`` is a directory holding a lake's catalog."""
+    from zarrlake.urls import CATALOG_FILE
+
+    return os.path.isfile(os.path.join(os.path.expanduser(path), CATALOG_FILE))
+
+
 def bind_operands(args: argparse.Namespace, extra: list[str]) -> None:
-    """Split the words of ``add_lake_args`` into ``args.path`` and one attribute per operand."""
+    """Split the words of ``add_lake_args`` into ``args.path`` and one attribute per operand.
+
+    Without ``--lake`` or ``--catalog`` the first word is the lake (the older form) when it
+    cannot be an operand: there is one word more than the operands, or the word is a
+    version URL or a directory holding a lake. Anything else is an operand, so
+    ``zarrlake diff v1.0 main`` compares two refs of the default lake.
+    """
     operands: tuple[Operand, ...] | None = getattr(args, "operand_spec", None)
     parser: argparse.ArgumentParser = args.subparser
-    words = list(args.words_) + extra
-    if not args.catalog:
-        args.path = words.pop(0) if words else DEFAULT_LAKE
-    elif not hasattr(args, "path"):
-        args.path = None
     assert operands is not None
+    words = list(args.words_) + extra
+    if args.lake and args.catalog:
+        parser.error("--lake and --catalog both name the lake: give one of them")
+    if args.catalog:
+        args.path = getattr(args, "path", None)
+    elif args.lake:
+        args.path = args.lake
+    elif words and (len(words) > len(operands) or looks_like_lake(words[0])):
+        args.path = words.pop(0)
+    else:
+        args.path = default_lake()
     required = [o for o in operands if o.required]
     if len(words) < len(required):
         missing = [o.name for o in required[len(words) :]]
-        where = "" if args.catalog else " (the first argument is the LAKE directory)"
-        parser.error(f"missing {', '.join(missing)}{where}")
+        parser.error(f"missing {', '.join(missing)}")
     if len(words) > len(operands):
         parser.error(f"unexpected arguments: {' '.join(words[len(operands) :])}")
     for i, o in enumerate(operands):

@@ -11,6 +11,7 @@ from typing import Any
 
 import zarrlake
 from zarrlake.cli._common import add_repo_args, open_repo
+from zarrlake.demo import DEFAULT_PATH
 
 __all__ = ["register"]
 
@@ -47,7 +48,7 @@ def _serve(opener: Any, args: argparse.Namespace, *, allow_writes: bool = False)
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     """Build the demo lake (or reuse the one at PATH) and serve the dashboard on it."""
-    from zarrlake.demo import build_demo_report
+    from zarrlake.demo import build_demo_report, is_demo_lake, refresh_sessions
 
     path = Path(args.path)
     exists = path.exists() and any(path.iterdir())
@@ -55,7 +56,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         if not (path / "catalog.db").exists():
             print(f"{path} exists and is not a zarrlake lake; pick another PATH", file=sys.stderr)
             return 2
-        print(f"{path} already holds a lake: serving it (--force rebuilds the demo)", flush=True)
+        print(f"{path} already holds a lake (--force rebuilds the demo)", flush=True)
     else:
         print(
             ("rebuilding" if exists else "building") + f" the demo lake at {path} ...", flush=True
@@ -65,11 +66,26 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             print(line, flush=True)
     if args.no_serve:
         return 0
-    return _serve(lambda: zarrlake.Repo.open(path), args)
+    demo = is_demo_lake(path)
+
+    def opener() -> zarrlake.Repo:
+        # every page opens the lake: start a new demo session if the last one expired, so
+        # the countdown of an open session is always there to see
+        repo = zarrlake.Repo.open(path)
+        if demo:
+            refresh_sessions(repo)
+        return repo
+
+    opener()
+    print(f"serving {path}", flush=True)
+    return _serve(opener, args, allow_writes=args.allow_writes)
 
 
 def _cmd_ui(args: argparse.Namespace) -> int:
-    """Serve the dashboard of a lake; the lake is opened per page, errors shown there."""
+    """Serve the dashboard of a lake. The lake is opened here first, so a missing one is an
+    error on the command line, not a server that shows only an error page; then once per
+    page."""
+    open_repo(args)
     return _serve(lambda: open_repo(args), args, allow_writes=args.allow_writes)
 
 
@@ -79,20 +95,37 @@ def _server_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--show", action="store_true", help="open a browser")
 
 
+def _allow_writes(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument(
+        "--allow-writes",
+        action="store_true",
+        help="enable branch/tag/revert/merge buttons; prints the token they require",
+    )
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    demo = sub.add_parser("demo", help="build a demo climate lake and serve the dashboard on it")
-    demo.add_argument("path", nargs="?", default="my-lake")
+    demo = sub.add_parser(
+        "demo",
+        help="build a demo climate lake and serve the dashboard on it",
+        description="Build a demo lake with a history (branches, a merge, a revert, a tag, "
+        "an open and an expired session) in PATH, or reuse the one there, and serve the "
+        "dashboard on it. Each page opened starts a new demo session if the last one expired.",
+    )
+    demo.add_argument(
+        "path",
+        nargs="?",
+        default=DEFAULT_PATH,
+        metavar="PATH",
+        help=f"where the demo lake goes (default ./{DEFAULT_PATH})",
+    )
     demo.add_argument("--force", action="store_true", help="rebuild the demo lake at PATH")
     demo.add_argument("--no-serve", action="store_true", help="only build the lake")
     _server_args(demo)
+    _allow_writes(demo)
     demo.set_defaults(func=_cmd_demo)
 
     ui = sub.add_parser("ui", help="serve the dashboard of a lake")
     add_repo_args(ui)
     _server_args(ui)
-    ui.add_argument(
-        "--allow-writes",
-        action="store_true",
-        help="enable branch/tag/revert/merge buttons; prints the token they require",
-    )
+    _allow_writes(ui)
     ui.set_defaults(func=_cmd_ui)

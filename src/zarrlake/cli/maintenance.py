@@ -48,15 +48,23 @@ def _cmd_expire(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
+    import zarrlake
+
     repo = open_repo(args)
     options = parse_options(args.target_options)
-    report = repo.export(
-        args.ref,
-        args.target,
-        storage_options=options or None,
-        overwrite=args.overwrite,
-        progress=args.progress,
-    )
+    try:
+        report = repo.export(
+            args.ref,
+            args.target,
+            storage_options=options or None,
+            overwrite=args.overwrite,
+            progress=args.progress,
+        )
+    except zarrlake.AlreadyExistsError as exc:  # the engine's hint names its Python keyword
+        raise zarrlake.AlreadyExistsError(
+            f"export target {args.target} is not empty: choose another target, or add "
+            "--overwrite to clear it first"
+        ) from exc
     _show(args, "export", report)
     return 0
 

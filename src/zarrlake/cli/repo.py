@@ -6,6 +6,7 @@ import argparse
 
 from zarrlake.cli._common import (
     add_lake_args,
+    is_lake_dir,
     open_repo,
     parse_options,
     remember_url_secrets,
@@ -37,13 +38,21 @@ def _cmd_init(args: argparse.Namespace) -> int:
             args.subparser.error(
                 "--storage goes with --catalog (a LAKE directory keeps its chunks)"
             )
+        if is_lake_dir(args.path):
+            raise zarrlake.AlreadyExistsError(
+                f"{args.path} already holds a lake: use it (zarrlake log --lake {args.path}), "
+                "or pick another directory"
+            )
         repo = zarrlake.Repo.create(args.path, storage_options=options, author=args.author)
         catalog = f"sqlite:///{args.path}/catalog.db"
     storage = safe_url(repo.storage)
     if args.json:
         emit_json({"name": repo.name, "catalog": catalog, "storage": storage})
+    elif args.catalog:
+        print(f"created repo {repo.name!r} in catalog {catalog}, chunks at {storage}")
     else:
-        print(f"created repo {repo.name!r} (catalog {catalog}, storage {storage})")
+        print(f"created a lake in {args.path} (catalog and chunks inside it)")
+        print(f"next: open it from Python with zarrlake.Repo.open({args.path!r})")
     return 0
 
 
@@ -58,7 +67,12 @@ def _cmd_sessions(args: argparse.Namespace) -> int:
         session = repo.session(args.abandon)
         if not isinstance(session, zarrlake.WritableSession):
             raise zarrlake.SessionClosedError(f"session {args.abandon} was already committed")
-        session.abandon()
+        try:
+            session.abandon()
+        except zarrlake.SessionClosedError as exc:  # the engine's hint is a Python call
+            raise zarrlake.SessionClosedError(
+                f"session {args.abandon} is {session.info().status}: there is nothing to abandon"
+            ) from exc
         if args.json:
             emit_json({"action": "abandoned", "session": args.abandon})
         else:

@@ -16,7 +16,9 @@ from html import escape
 from typing import Any
 
 __all__ = [
+    "count",
     "esc",
+    "fmt_bytes",
     "fmt_time",
     "fmt_value",
     "relative",
@@ -107,6 +109,21 @@ def fmt_value(value: Any, limit: int = 60) -> str:
     except (TypeError, ValueError):
         text = repr(value)
     return short(text, limit)
+
+
+def count(n: int, word: str, plural: str | None = None) -> str:
+    """``1 chunk``, ``2 chunks``, ``12,000 chunks`` (``plural`` when adding "s" is wrong)."""
+    return f"{n:,} {word if n == 1 else plural or word + 's'}"
+
+
+def fmt_bytes(n: int) -> str:
+    """A size in binary units: ``512 B``, ``1.5 KiB``, ``12.3 MiB``, ``4.0 GiB``."""
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(size) < 1024 or unit == "TiB":
+            return f"{n} B" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    raise AssertionError  # the loop always returns
 
 
 def fmt_time(when: datetime | None) -> str:

@@ -9,7 +9,14 @@ from zarrlake.core import RepoCore
 from zarrlake.core.gate import refuse_protected
 from zarrlake.errors import NotFoundError, RefMovedError
 from zarrlake.history.refs import resolve_ref
-from zarrlake.types import RefLogEntry, check_limit, to_timestamp, validate_name
+from zarrlake.types import (
+    RefLogEntry,
+    check_limit,
+    did_you_mean,
+    in_words,
+    to_timestamp,
+    validate_name,
+)
 
 __all__ = [
     "commit_at",
@@ -27,13 +34,21 @@ def list_refs(core: RepoCore, kind: str) -> dict[str, str]:
     return core.catalog.refs.all(kind)
 
 
+def _missing(core: RepoCore, name: str, kind: str) -> NotFoundError:
+    """No branch (or tag) ``name``: the error names the close ones and lists the others."""
+    names = list_refs(core, kind)
+    plural = "branches" if kind == "branch" else "tags"
+    return NotFoundError(
+        f"no {kind} {name!r}{did_you_mean(name, names)} ({plural}: {in_words(names)})"
+    )
+
+
 def ref_commit(core: RepoCore, name: str, kind: str) -> str:
     """The commit a branch or tag points to now; :class:`NotFoundError` naming the others."""
     validate_name(name, f"{kind} name")
     found = core.catalog.refs.get(name)
     if found is None or found[0] != kind:
-        plural = "branches" if kind == "branch" else "tags"
-        raise NotFoundError(f"no {kind} {name!r}; {plural}: {sorted(list_refs(core, kind))}")
+        raise _missing(core, name, kind)
     return found[1]
 
 
@@ -48,6 +63,9 @@ def create_ref(core: RepoCore, name: str, kind: str, ref: str, author: str) -> s
 def delete_ref(core: RepoCore, name: str, kind: str, author: str) -> str:
     """Delete a branch or tag; returns the commit it pointed to."""
     validate_name(name, f"{kind} name")
+    found = core.catalog.refs.get(name)
+    if found is None or found[0] != kind:
+        raise _missing(core, name, kind)
     if kind == "branch":
         refuse_protected(core, name, "deleting it")
     return core.catalog.refs.delete(name, kind, author)
@@ -62,7 +80,7 @@ def reset_branch(
     target = resolve_ref(core, to)
     current = core.catalog.refs.get(name)
     if current is None or current[0] != "branch":
-        raise NotFoundError(f"no branch {name!r}")
+        raise _missing(core, name, "branch")
     old = resolve_ref(core, expected) if expected is not None else current[1]
     if not core.catalog.refs.move(name, old, target, author, "reset", message):
         now = core.catalog.refs.get(name)

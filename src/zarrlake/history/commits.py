@@ -9,7 +9,7 @@ from zarrlake.model import Root
 from zarrlake.model.diff import Diff, diff_roots
 from zarrlake.model.graph import merge_base as _walk_merge_base
 from zarrlake.model.records import CommitRecord
-from zarrlake.types import CommitInfo, check_limit
+from zarrlake.types import CommitInfo, check_limit, did_you_mean, in_words
 
 __all__ = ["branch_head", "commit_info", "commit_root", "diff", "log", "merge_base"]
 
@@ -28,8 +28,10 @@ def branch_head(core: RepoCore, branch: str) -> CommitRecord:
     """The head commit of a branch; :class:`NotFoundError` naming the branches there are."""
     head = core.catalog.refs.head(branch)
     if head is None:
-        branches = sorted(core.catalog.refs.all("branch"))
-        raise NotFoundError(f"no branch {branch!r}; branches: {branches}")
+        branches = core.catalog.refs.all("branch")
+        raise NotFoundError(
+            f"no branch {branch!r}{did_you_mean(branch, branches)} (branches: {in_words(branches)})"
+        )
     return head
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from zarrlake.core import RepoCore
 from zarrlake.errors import InvalidRefError, NotFoundError
 from zarrlake.model.refexpr import RefExpr, parse_ref_expr
+from zarrlake.types import did_you_mean, in_words
 
 __all__ = ["resolve_ref"]
 
@@ -25,10 +26,11 @@ def _lookup_base(core: RepoCore, name: str) -> str:
             return matches[0]
         if len(matches) > 1:
             raise InvalidRefError(f"commit prefix {name!r} is ambiguous; give more characters")
+    branches, tags = core.catalog.refs.all("branch"), core.catalog.refs.all("tag")
     raise NotFoundError(
-        f"no branch, tag or commit {name!r} in repo {core.name!r}; "
-        f"branches: {sorted(core.catalog.refs.all('branch'))}, "
-        f"tags: {sorted(core.catalog.refs.all('tag'))}"
+        f"no branch, tag or commit {name!r} in repo {core.name!r}"
+        f"{did_you_mean(name, [*branches, *tags])} (branches: {in_words(branches)}; "
+        f"tags: {in_words(tags)})"
     )
 
 

@@ -54,7 +54,7 @@ def lake(request: pytest.FixtureRequest, tmp_path: Path) -> Lake:
         path = tmp_path / "lake"
         p = run("init", str(path))
         assert p.returncode == 0, p.stderr
-        return Lake([str(path)], lambda: zarrlake.Repo.open(path), path / "chunks")
+        return Lake(["-C", str(path)], lambda: zarrlake.Repo.open(path), path / "chunks")
     _need_postgres()
     name = unique("cli")
     storage = tmp_path / "objects"

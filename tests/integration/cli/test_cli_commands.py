@@ -120,8 +120,8 @@ def test_merge_conflict_exits_3_and_lists_the_conflicts(lake: Lake) -> None:
     _write(repo, "dev", (slice(20, 40), slice(0, 20)), 4.0, "dev writes the same chunk")
     p = lake.run("merge", "dev")
     assert p.returncode == 3
-    assert "zarrlake: error [conflict]" in p.stderr
-    assert "chunk conflict at temp chunk (1, 0)" in p.stderr
+    assert p.stderr.startswith("zarrlake: cannot merge 'dev' into 'main'")
+    assert "\n  - chunk conflict at temp chunk (1, 0)" in p.stderr
     p = lake.run("merge", "dev", "--json")
     assert p.returncode == 3
     err = json.loads(p.stderr)["error"]
@@ -182,7 +182,7 @@ def test_reset_asks_and_moves_by_compare_and_swap(lake: Lake) -> None:
     assert repo.branches()["main"] == c2
     moved = lake.run("reset", "main", c1, "--expected", c1, "--yes")
     assert moved.returncode == 3  # main is at c2, not c1: the compare-and-swap fails
-    assert "ref_moved" in moved.stderr
+    assert f"zarrlake: branch 'main' is not at {c1[:10]} any more" in moved.stderr
     assert lake.json("reset", "main", c1, "--yes") == {
         "action": "reset",
         "branch": "main",
@@ -216,7 +216,7 @@ def test_sessions_lists_and_abandons(lake: Lake) -> None:
     assert s.id not in lake.run("sessions").stdout
     again = lake.run("sessions", "--abandon", s.id)
     assert again.returncode == 4  # a session error: neither input nor missing nor conflict
-    assert "[session_closed]" in again.stderr
+    assert again.stderr == (f"zarrlake: session {s.id} is abandoned: there is nothing to abandon\n")
 
 
 def test_gc_and_expire_ask_unless_dry_run_and_stay_silent_off_a_tty(lake: Lake) -> None:
@@ -267,19 +267,24 @@ def test_export_and_fsck_which_exits_6_on_a_missing_object(lake: Lake, tmp_path:
     bad = json.loads(p.stdout)
     assert bad["ok"] is False
     assert bad["issues"][0]["kind"] == "missing_object"
-    assert "FsckReport" in lake.run("fsck").stdout
+    text = lake.run("fsck").stdout
+    assert text.startswith(f"fsck: {len(bad['issues'])} issues found\n")
+    assert "\n  objects checked  " in text
 
 
 def test_exit_codes_for_missing_things_and_bad_input(lake: Lake) -> None:
     p = lake.run("log", "no-such-branch")
     assert p.returncode == 1
-    assert "zarrlake: error [not_found]" in p.stderr
+    assert p.stderr == (
+        "zarrlake: no branch, tag or commit 'no-such-branch' in repo 'default' "
+        "(branches: main; tags: none)\n"
+    )
     p = lake.run("branch", "bad..name")
     assert p.returncode == 2
-    assert "[invalid_name]" in p.stderr
+    assert "zarrlake: branch name 'bad..name' is not allowed" in p.stderr
     p = lake.run("branch", "main")
     assert p.returncode == 2
-    assert "[already_exists]" in p.stderr
+    assert "zarrlake: a branch named 'main' already exists" in p.stderr
     p = lake.run("gc", "--grace", "soon")
     assert p.returncode == 2
     assert "not a duration" in p.stderr
@@ -297,7 +302,9 @@ def test_exit_codes_for_missing_things_and_bad_input(lake: Lake) -> None:
 def test_a_missing_lake_directory_is_not_found(tmp_path: Path) -> None:
     p = run("log", str(tmp_path / "nothing"))
     assert p.returncode == 1
-    assert re.search(r"no zarrlake repo at .*nothing", p.stderr)
+    assert f"zarrlake: no lake at {tmp_path / 'nothing'}: create one with `zarrlake init" in (
+        p.stderr
+    )
 
 
 def test_help_lists_every_command_and_the_exit_codes() -> None:

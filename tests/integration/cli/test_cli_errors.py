@@ -1,5 +1,5 @@
-"""Bad places and values on the command line: one clear error of the exception tree (its kind
-in the message, the exit status of its group), and nothing created or written."""
+"""Bad places and values on the command line: one clear error of the exception tree (in
+words, with the exit status of its group), and nothing created or written."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def test_init_in_or_under_a_file_is_bad_input_and_creates_nothing(
     (tmp_path / "file").write_text("mine")
     p = run("init", str(tmp_path / where))
     assert p.returncode == 2, p.stderr
-    assert "zarrlake: error [invalid_input]" in p.stderr
+    assert p.stderr.startswith("zarrlake: /")
     assert "choose a directory for the lake" in p.stderr
     assert [(f.name, f.read_text()) for f in tmp_path.iterdir()] == [("file", "mine")]
 
@@ -37,8 +37,7 @@ def test_a_catalog_url_with_a_port_that_is_not_a_number_is_bad_input(tmp_path: P
     url = "postgresql+psycopg://u:hunter2@h:abc/db"
     p = run("log", "--catalog", url, "--name", "r")
     assert p.returncode == 2, p.stderr
-    assert "zarrlake: error [invalid_input]" in p.stderr
-    assert "port" in p.stderr
+    assert "zarrlake: the port of the catalog URL" in p.stderr
     assert "hunter2" not in p.stderr
     p = run("init", "--catalog", url, "--name", "r", "--storage", str(tmp_path / "objects"))
     assert p.returncode == 2, p.stderr
@@ -51,14 +50,12 @@ def test_export_onto_a_file_is_bad_input_and_writes_nothing(lake: Lake, tmp_path
     for extra in ([], ["--overwrite"]):
         p = lake.run("export", "main", str(target), *extra)
         assert p.returncode == 2, p.stderr
-        assert "zarrlake: error [invalid_input]" in p.stderr
-        assert "is a file" in p.stderr
+        assert f"zarrlake: export target {target} is a file" in p.stderr
     assert target.read_text() == "mine"
 
 
 def test_expire_before_the_year_1_is_bad_input(lake: Lake) -> None:
     p = lake.run("expire", "--older-than", "0001-01-01T00:00+01:00", "--yes")
     assert p.returncode == 2, p.stderr
-    assert "zarrlake: error [invalid_input]" in p.stderr
-    assert "outside the calendar" in p.stderr
+    assert "is outside the calendar" in p.stderr
     assert len(lake.json("log")["commits"]) == 1

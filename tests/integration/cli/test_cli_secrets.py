@@ -111,7 +111,7 @@ def test_a_token_in_the_storage_url_is_never_printed(catalog_url: str, s3_endpoi
         *opts,
     )
     assert init_text.returncode == 0, init_text.stderr
-    assert f"storage s3://lake/{other}?token=***)" in init_text.stdout
+    assert f"chunks at s3://lake/{other}?token=***\n" in init_text.stdout
     _clean(init, init_text)
 
 

@@ -48,3 +48,16 @@ def test_operands_land_in_their_attributes() -> None:
     args, extra = _parser().parse_known_args(["branch", "lake", "dev", "main~1", "--json"])
     bind_operands(args, extra)
     assert (args.path, args.ref_name, args.start, args.json) == ("lake", "dev", "main~1", True)
+
+
+@pytest.mark.parametrize(("command", "words"), CASES)
+def test_with_the_lake_option_every_word_is_an_operand(command: str, words: list[str]) -> None:
+    args, extra = _parser().parse_known_args([command, "-C", "some/lake", *words])
+    bind_operands(args, extra)
+    assert args.path == "some/lake"
+
+
+def test_words_that_fit_the_operands_are_operands() -> None:
+    args, extra = _parser().parse_known_args(["diff", "v1.0", "main"])
+    bind_operands(args, extra)
+    assert (args.path, args.a, args.b) == ("my-lake", "v1.0", "main")

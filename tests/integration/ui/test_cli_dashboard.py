@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import urllib.request
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 import zarrlake
 from tests.integration.ui.conftest import wait_until
 from zarrlake.cli import main
+from zarrlake.demo import refresh_sessions
 
 
 def test_demo_builds_the_lake_and_prints_what_it_made(
@@ -28,14 +30,39 @@ def test_demo_builds_the_lake_and_prints_what_it_made(
     assert list(repo.tags()) == ["v1.0"]
     head = repo.resolve("main")
 
-    # again: the lake is kept and served, not rebuilt
+    # again: the lake is kept, not rebuilt, and nothing is served
     assert main(["demo", str(lake), "--no-serve"]) == 0
-    assert "already holds a lake: serving it" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert out == f"{lake} already holds a lake (--force rebuilds the demo)\n"
     assert zarrlake.Repo.open(lake).resolve("main") == head
+
+    # serving it again starts a new demo session once the last one is gone
+    opened = [s for s in repo.sessions() if s.status == "open"]
+    assert [s.author for s in opened] == ["ben"]
+    assert refresh_sessions(repo) is None  # still open: nothing to do
+    stale = repo.writable_session("main", author="ben", expires_in=timedelta(seconds=1))
+    repo.session(opened[0].id).abandon()  # type: ignore[attr-defined]
+    wait_until(lambda: stale.info().status == "expired", timeout=30)
+    new = refresh_sessions(repo)
+    assert [s.id for s in repo.sessions() if s.status == "open"] == [new]
+    assert repo.session(str(new)).status().nodes  # it holds staged work to look at
 
     # --force rebuilds it in the same process
     assert main(["demo", str(lake), "--no-serve", "--force"]) == 0
     assert zarrlake.Repo.open(lake).resolve("main") != head
+
+
+def test_demo_lake_is_not_the_readme_lake(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``zarrlake demo`` builds ./demo-lake, so the README's ``Repo.create("my-lake")`` runs
+    beside it."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["demo", "--no-serve"]) == 0
+    assert capsys.readouterr().out.startswith("building the demo lake at demo-lake ...\n")
+    assert (tmp_path / "demo-lake" / "catalog.db").is_file()
+    zarrlake.Repo.create("my-lake")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo-lake", "my-lake"]
 
 
 def test_demo_refuses_a_directory_that_is_not_a_lake(

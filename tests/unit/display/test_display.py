@@ -169,16 +169,20 @@ def test_report_html_and_text_for_gc_expire_fsck_export(
     sqlite_repo: zarrlake.Repo, lake: dict[str, str], tmp_path: Path
 ) -> None:
     gc = sqlite_repo.gc(dry_run=True)
-    assert "GCReport (dry run)" in display.report_html(gc)
-    assert re.search(r"objects_deleted\s+0", display.report_text(gc))
+    assert "garbage collection (dry run: nothing changed)" in display.report_html(gc)
+    assert re.search(r"^  objects deleted\s+0$", display.report_text(gc), re.M)
+    assert re.search(r"^  bytes freed\s+0 B$", display.report_text(gc), re.M)
+    assert "GCReport" not in display.report_text(gc)
     ex = sqlite_repo.expire(timedelta(days=1), dry_run=True)
-    assert "commits_expired" in display.report_html(ex)
+    assert "<td>commits expired</td><td>0</td>" in display.report_html(ex)
     fsck = sqlite_repo.fsck()
-    assert 'class="zl-ok">FsckReport ok' in display.report_html(fsck)
+    assert 'class="zl-ok">fsck: ok' in display.report_html(fsck)
     out = sqlite_repo.export("main", str(tmp_path / "copy"))
     text = display.report_text(out)
     assert f"  commit  {lake['c2']}" in text.splitlines()
+    assert text.startswith("export\n")
     assert re.search(r"^  chunks\s+200$", text, re.M)  # the 10 x 20 chunk grid
+    assert re.search(r"^  bytes\s+\d+\.\d (KiB|MiB)$", text, re.M)
 
 
 def test_display_imports_nothing_of_zarrlake_at_runtime() -> None:
