@@ -35,6 +35,8 @@ COMMAND_MODULES = (
     "zarrlake.cli.dashboard",
     "zarrlake.cli.serve",
     "zarrlake.cli.catalog",
+    "zarrlake.cli.review",
+    "zarrlake.cli.pulls",
 )
 
 EXIT_OK = 0

@@ -29,6 +29,11 @@ class ChangeEvent:
     nodes: dict[str, dict[str, Any]]
 
     @property
+    def arrays(self) -> dict[str, int]:
+        """Array path -> chunks it changed (arrays created, changed or deleted)."""
+        return {p: int(n["chunks"]) for p, n in self.nodes.items() if n["type"] == "array"}
+
+    @property
     def chunks(self) -> int:
         """Chunks changed in all arrays."""
         return sum(int(n["chunks"]) for n in self.nodes.values())
@@ -44,7 +49,8 @@ class ChangeEvent:
             "created_at": c.created_at.isoformat(),
             "checks": c.metadata.get("checks", {}),
             "pull_request": c.metadata.get("pull_request"),
-            "arrays": self.nodes,
+            "arrays": self.arrays,
+            "nodes": self.nodes,
         }
 
 
@@ -53,7 +59,7 @@ def _event(core: RepoCore, branch: str, row: CommitRecord) -> ChangeEvent:
     if row.changes_hash is not None:
         for path, c in sorted(core.reader.changes(row.changes_hash).nodes.items()):
             nodes[path] = {
-                "type": c.node_type,
+                "type": c.node_type or "unknown",
                 "chunks": len(c.chunks),
                 "created": c.created,
                 "deleted": c.deleted,
