@@ -85,7 +85,8 @@ def test_a_direct_commit_to_a_protected_branch_names_the_pull_request(lake: Lake
     assert run("protect", *lake.loc, "main").returncode == 0
     p = run("merge", *lake.loc, "dev")
     assert p.returncode == 4
-    assert "branch 'main' is protected" in p.stderr and "zarrlake pr open" in p.stderr
+    assert "branch 'main' is protected" in p.stderr
+    assert "zarrlake pr open" in p.stderr
     assert json.loads(run("protect", *lake.loc, "--json").stdout)["protected"][0]["branch"] == (
         "main"
     )
@@ -95,8 +96,22 @@ def test_watch_prints_commits_as_they_land(lake: Lake) -> None:
     _seed(lake)
     head = lake.open().branches()["dev"]
     watcher = subprocess.Popen(
-        [sys.executable, "-m", "zarrlake.cli", "watch", *lake.loc, "--branch", "dev"]
-        + ["--since", head, "--json", "--count", "1", "--interval", "0.1"],
+        [
+            sys.executable,
+            "-m",
+            "zarrlake.cli",
+            "watch",
+            *lake.loc,
+            "--branch",
+            "dev",
+            "--since",
+            head,
+            "--json",
+            "--count",
+            "1",
+            "--interval",
+            "0.1",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
