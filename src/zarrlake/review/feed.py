@@ -82,10 +82,16 @@ def changes(core: RepoCore, since: str | datetime | None, branch: str) -> Iterat
         after_ts = core.catalog.commits.get(after_id).created_at
     elif since is not None:
         raise InvalidInputError(f"since must be a commit, a ref or a datetime, got {since!r}")
+    return _walk(core, branch, head.id, after_id, after_ts)
+
+
+def _walk(
+    core: RepoCore, branch: str, head: str, after_id: str | None, after_ts: float | None
+) -> Iterator[ChangeEvent]:
     found: list[CommitRecord] = []
     limit = _PAGE
     while True:
-        rows = core.catalog.commits.ancestry(head.id, limit)
+        rows = core.catalog.commits.ancestry(head, limit)
         found = []
         stop = False
         for r in rows:
