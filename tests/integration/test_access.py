@@ -12,31 +12,49 @@ import zarr
 
 import zarrlake
 from tests.conftest import PG_URL, _need_postgres
+from zarrlake import checks
 
 WRITES: list[Callable[[zarrlake.Repo], object]] = [
     lambda r: r.writable_session(),
-    lambda r: r.create_branch("dev"),
+    lambda r: r.create_branch("dev2"),
     lambda r: r.create_tag("v9"),
     lambda r: r.reset_branch("main", "main"),
     lambda r: r.delete_branch("main"),
     lambda r: r.revert(r.resolve("main")),
+    lambda r: r.add_check("no-nan", checks.no_nan()),
+    lambda r: r.remove_check("gate"),
+    lambda r: r.protect_branch("main"),
+    lambda r: r.open_pull_request("main", "dev", title="t", author="a"),
+    lambda r: r.pull_request(1).approve(by="reviewer"),
+    lambda r: r.pull_request(1).comment("hi", author="reviewer"),
+    lambda r: r.pull_request(1).close(by="reviewer"),
 ]
 
 
 def _lake(repo: zarrlake.Repo) -> str:
     s = repo.writable_session()
     zarr.open_group(s.store, mode="w").create_array("a", shape=(4,), chunks=(2,), dtype="i8")
-    return s.commit("data")
+    head = s.commit("data")
+    repo.create_branch("dev")
+    repo.add_check("gate", checks.max_chunks(100), branches=("dev",))
+    repo.open_pull_request("main", "dev", title="review me", author="author")
+    return head
 
 
 def _check_refused(reader: zarrlake.Repo, head: str) -> None:
     assert reader.resolve("main") == head  # reading works
     assert reader.log()[0].id == head
+    assert [c.name for c in reader.checks()] == ["gate"]
+    assert [p.title for p in reader.pull_requests()] == ["review me"]
+    assert [e.commit.id for e in reader.changes(branch="main")][-1] == head
     for write in WRITES:
-        with pytest.raises(zarrlake.CatalogError, match="refuses writes"):
+        with pytest.raises(zarrlake.PermissionDeniedError, match="refuses writes"):
             write(reader)
     assert reader.resolve("main") == head
-    assert list(reader.branches()) == ["main"]
+    assert list(reader.branches()) == ["dev", "main"]
+    assert [c.name for c in reader.checks()] == ["gate"]
+    assert reader.protected_branches() == []
+    assert [(p.state, p.events()) for p in reader.pull_requests()] == [("open", [])]
 
 
 def test_a_read_only_sqlite_catalog(tmp_path: Path) -> None:
@@ -44,7 +62,7 @@ def test_a_read_only_sqlite_catalog(tmp_path: Path) -> None:
     head = _lake(repo)
     url = f"sqlite:///file:{tmp_path / 'lake' / 'catalog.db'}?mode=ro&uri=true"
     reader = zarrlake.Repo.open(catalog=url)
-    with pytest.raises(zarrlake.CatalogError, match="refuses writes"):
+    with pytest.raises(zarrlake.PermissionDeniedError, match="refuses writes"):
         reader.writable_session()
     _check_refused(reader, head)
 
@@ -73,8 +91,12 @@ def test_a_postgres_role_without_write_rights(reader_role: str, tmp_path: Path) 
     name = f"acc-{uuid.uuid4().hex[:10]}"
     repo = zarrlake.Repo.create(catalog=PG_URL, storage=str(tmp_path / "o"), name=name)
     head = _lake(repo)
+    admin = sa.create_engine(PG_URL)
+    with admin.begin() as conn:  # the tables exist now, whichever test made them first
+        conn.execute(sa.text(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {reader_role}"))
+    admin.dispose()
     url = sa.make_url(PG_URL).set(username=reader_role).render_as_string(hide_password=False)
     reader = zarrlake.Repo.open(catalog=url, name=name)
-    with pytest.raises(zarrlake.CatalogError, match="refuses writes"):
-        reader.create_branch("dev")
+    with pytest.raises(zarrlake.PermissionDeniedError, match="refuses writes"):
+        reader.create_branch("dev2")
     _check_refused(reader, head)

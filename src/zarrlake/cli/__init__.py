@@ -36,6 +36,8 @@ COMMAND_MODULES = (
     "zarrlake.cli.serve",
     "zarrlake.cli.catalog",
     "zarrlake.cli.importing",
+    "zarrlake.cli.review",
+    "zarrlake.cli.pulls",
 )
 
 EXIT_OK = 0

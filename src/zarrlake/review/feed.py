@@ -29,6 +29,11 @@ class ChangeEvent:
     nodes: dict[str, dict[str, Any]]
 
     @property
+    def arrays(self) -> dict[str, int]:
+        """Array path -> chunks it changed (arrays created, changed or deleted)."""
+        return {p: int(n["chunks"]) for p, n in self.nodes.items() if n["type"] == "array"}
+
+    @property
     def chunks(self) -> int:
         """Chunks changed in all arrays."""
         return sum(int(n["chunks"]) for n in self.nodes.values())
@@ -44,7 +49,8 @@ class ChangeEvent:
             "created_at": c.created_at.isoformat(),
             "checks": c.metadata.get("checks", {}),
             "pull_request": c.metadata.get("pull_request"),
-            "arrays": self.nodes,
+            "arrays": self.arrays,
+            "nodes": self.nodes,
         }
 
 
@@ -53,7 +59,7 @@ def _event(core: RepoCore, branch: str, row: CommitRecord) -> ChangeEvent:
     if row.changes_hash is not None:
         for path, c in sorted(core.reader.changes(row.changes_hash).nodes.items()):
             nodes[path] = {
-                "type": c.node_type,
+                "type": c.node_type or "unknown",
                 "chunks": len(c.chunks),
                 "created": c.created,
                 "deleted": c.deleted,
@@ -76,10 +82,16 @@ def changes(core: RepoCore, since: str | datetime | None, branch: str) -> Iterat
         after_ts = core.catalog.commits.get(after_id).created_at
     elif since is not None:
         raise InvalidInputError(f"since must be a commit, a ref or a datetime, got {since!r}")
+    return _walk(core, branch, head.id, after_id, after_ts)
+
+
+def _walk(
+    core: RepoCore, branch: str, head: str, after_id: str | None, after_ts: float | None
+) -> Iterator[ChangeEvent]:
     found: list[CommitRecord] = []
     limit = _PAGE
     while True:
-        rows = core.catalog.commits.ancestry(head.id, limit)
+        rows = core.catalog.commits.ancestry(head, limit)
         found = []
         stop = False
         for r in rows:
