@@ -31,6 +31,7 @@ from zarrlake.store import LakeStore
 from zarrlake.types import ChunkCoords, RepoConfig, validate_key
 
 if TYPE_CHECKING:
+    from zarrlake.model.virtual import VirtualSource
     from zarrlake.store import StoreSession
 
 __all__ = ["Session"]
