@@ -24,7 +24,6 @@ from zarrlake.model.metadata import chunk_owner
 from zarrlake.model.overlay import Overlay
 from zarrlake.model.records import CommitRecord, StagedEntry
 from zarrlake.model.view import view_keys
-from zarrlake.model.virtual import VirtualSource
 from zarrlake.session.keys import Target, meta_path
 from zarrlake.session.virtual import VirtualRef, plan_virtual
 from zarrlake.store import LakeStore
