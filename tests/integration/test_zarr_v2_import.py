@@ -54,6 +54,17 @@ def test_a_v2_store_is_imported_as_v3(make_repo, tmp_path: Path, copy: bool) -> 
     assert float(ds.temp.sel(y=2, x=3)) == float(temp[2, 3])
 
 
+def test_a_v2_store_written_by_xarray_is_imported(make_repo, tmp_path: Path) -> None:
+    ds = xr.Dataset(
+        {"rain": (("station", "day"), np.arange(60, dtype="f8").reshape(6, 10))},
+        coords={"station": np.arange(6), "day": np.arange(10)},  # fill value null in v2
+    )
+    ds.to_zarr(tmp_path / "s.zarr", zarr_format=2, consolidated=True)
+    repo = make_repo(virtual_sources={str(tmp_path / "s.zarr"): {}})
+    zarrlake.import_zarr(repo, str(tmp_path / "s.zarr"))
+    xr.testing.assert_identical(zarrlake.open_dataset(repo, "main").load(), ds)
+
+
 def test_a_v2_array_at_the_store_root_is_imported(make_repo, tmp_path: Path) -> None:
     data = np.arange(10, dtype="u1")
     zarr.open_array(str(tmp_path / "a.zarr"), mode="w", shape=(10,), chunks=(4,), dtype="u1",

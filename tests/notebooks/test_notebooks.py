@@ -76,7 +76,7 @@ def _execute(name: str, tmp_path: Path, env: dict[str, str] | None = None) -> tu
     return nb, time.monotonic() - start
 
 
-def test_the_seven_tutorials_are_there() -> None:
+def test_the_tutorials_are_there() -> None:
     assert [p.name for p in _all()] == [
         "01-quickstart.ipynb",
         "02-sessions-and-conflicts.ipynb",
@@ -85,6 +85,7 @@ def test_the_seven_tutorials_are_there() -> None:
         "05-spark-exactly-once.ipynb",
         "06-operations.ipynb",
         "07-dashboard.ipynb",
+        "08-bring-your-data.ipynb",
     ]
 
 

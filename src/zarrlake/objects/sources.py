@@ -110,13 +110,22 @@ class SourceReader:
 
     # -- at commit: the current version of each source ---------------------------------------
 
-    def stat_many(self, urls: Iterable[str]) -> dict[str, VirtualSource]:
+    def stat_many(
+        self, urls: Iterable[str], seen: Mapping[str, VirtualSource] | None = None
+    ) -> dict[str, VirtualSource]:
         """URL as given -> its source at its current version (what a reference records),
-        each source looked up once, remote ones concurrently."""
+        each source looked up once, remote ones concurrently. ``seen`` holds versions
+        zarrlake itself just read for some URLs (an import's listing of a store: S3 lists
+        each object's ETag and size), taken instead of a lookup when their URL is the
+        normalized, allowed one."""
         located = {u: self.locate(u) for u in set(urls)}
         out: dict[str, VirtualSource] = {}
         remote: dict[str, tuple[SourceBackend, str]] = {}
         for url, (norm, prefix) in located.items():
+            known = seen.get(url) if seen is not None else None
+            if known is not None and known.url == norm:
+                out[url] = known
+                continue
             backend = self.backend(prefix)
             if backend.is_async:
                 remote[url] = (backend, norm)

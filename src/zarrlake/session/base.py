@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from zarrlake._optional import load
@@ -30,6 +30,7 @@ from zarrlake.store import LakeStore
 from zarrlake.types import ChunkCoords, RepoConfig, validate_key
 
 if TYPE_CHECKING:
+    from zarrlake.model.virtual import VirtualSource
     from zarrlake.store import StoreSession
 
 __all__ = ["Session"]
@@ -268,15 +269,24 @@ class Session(ABC):
         """Synchronous version of :meth:`write`."""
         raise ReadOnlyError(_READ_ONLY)
 
-    def put_virtual_refs(self, path: str, refs: Iterable[VirtualRef]) -> int:
+    def put_virtual_refs(
+        self,
+        path: str,
+        refs: Iterable[VirtualRef],
+        *,
+        seen: Mapping[str, VirtualSource] | None = None,
+    ) -> int:
         """Stage virtual chunk references for the array at ``path``: each ``(coords, url,
         offset, length)`` says the chunk at ``coords`` is ``length`` bytes at ``offset`` of
         the file or object ``url`` (a local path, ``file://``, ``s3://``, ``http(s)://``),
         which stays where it is. Every URL must be under a prefix the repo allows
         (``repo.allow_virtual_source``), and each source's version (size, and ETag or
         modification time) is recorded now, so a read after the source changed is refused.
-        Nothing is staged if any reference is refused. Returns how many were staged."""
-        rows = plan_virtual(self._core.sources, path, self._node_meta(path), refs)
+        Nothing is staged if any reference is refused. Returns how many were staged.
+
+        ``seen`` maps URLs to the versions zarrlake just read in a listing of their store
+        (``import_zarr``), recorded instead of looking each source up again."""
+        rows = plan_virtual(self._core.sources, path, self._node_meta(path), refs, seen)
         self._stage_rows(rows)
         return len(rows)
 

@@ -4,11 +4,12 @@ source's size, before anything is staged."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from zarrlake.errors import InvalidInputError, InvalidKeyError
 from zarrlake.model import ChunkRef, NodeMeta, virtual_hash
 from zarrlake.model.records import StagedEntry
+from zarrlake.model.virtual import VirtualSource
 from zarrlake.objects.sources import SourceReader
 from zarrlake.types import ChunkCoords
 
@@ -19,10 +20,15 @@ VirtualRef = tuple[Sequence[int], str, int, int]
 
 
 def plan_virtual(
-    sources: SourceReader, path: str, nm: NodeMeta | None, refs: Iterable[VirtualRef]
+    sources: SourceReader,
+    path: str,
+    nm: NodeMeta | None,
+    refs: Iterable[VirtualRef],
+    seen: Mapping[str, VirtualSource] | None = None,
 ) -> list[StagedEntry]:
     """The staged rows of ``refs`` to chunks of the array at ``path`` (``nm``: its metadata
-    in the session's view); nothing is staged if any reference is refused."""
+    in the session's view); nothing is staged if any reference is refused. ``seen``: see
+    :meth:`SourceReader.stat_many`."""
     if nm is None or not nm.is_array:
         raise InvalidInputError(
             f"there is no array at {path or '/'!r} to hold virtual references; create it "
@@ -43,7 +49,7 @@ def plan_virtual(
                 f"virtual reference to chunk {key} is outside the chunk grid {nm.grid_shape} "
                 f"of array {path or '/'!r}"
             )
-    found = sources.stat_many(url for _, url, _, _ in items)
+    found = sources.stat_many((url for _, url, _, _ in items), seen)
     rows = []
     for key, url, offset, length in items:
         src = found[url]

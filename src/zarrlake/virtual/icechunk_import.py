@@ -22,7 +22,8 @@ import asyncio
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -133,10 +134,19 @@ class _Builder:
         self.built: list[tuple[CommitRecord, dict[bytes, tuple[str, bytes]]]] = []
         self.records: dict[str, CommitRecord] = {}  # lake commit id -> record (built ones)
         self.copied = self.referenced = 0
+        # Icechunk's async calls run on a loop of their own, in a thread of its own, so an
+        # import also runs where a loop is already running (a notebook's)
         self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
 
     def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join()
         self.loop.close()
+
+    def run[T](self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
     def record(self, commit_id: str) -> CommitRecord:
         found = self.records.get(commit_id)
@@ -201,7 +211,10 @@ class _Builder:
     def _get(self, store: Any, key: str) -> bytes | None:
         from zarr.core.buffer import default_buffer_prototype
 
-        buf = self.loop.run_until_complete(store.get(key, default_buffer_prototype()))
+        async def get() -> Any:
+            return await store.get(key, default_buffer_prototype())
+
+        buf = self.run(get())
         return None if buf is None else bytes(buf.to_bytes())
 
     def _batches(self, store: Any, path: str) -> Iterator[tuple[Any, ...]]:
@@ -212,7 +225,7 @@ class _Builder:
 
         while True:
             try:
-                yield self.loop.run_until_complete(step())
+                yield self.run(step())
             except StopAsyncIteration:
                 return
 
@@ -248,7 +261,7 @@ class _Builder:
                     sn.chunks[row.coords] = row.ref
                 self.referenced += len(virtual)
             keys = [prefix + format_chunk_key(c, nm.encoding) for c in native]
-            datas = self.loop.run_until_complete(self._get_many(store, keys))
+            datas = self.run(self._get_many(store, keys))
             for c, data in zip(native, datas, strict=True):
                 sn.chunks[c] = self._copy(data)
         for coords in (only or set()) - seen:

@@ -16,10 +16,14 @@ __all__ = ["StoreFile", "StoreLister"]
 
 @dataclass(frozen=True, slots=True)
 class StoreFile:
-    """One file of a store: its key relative to the store's root, and its size."""
+    """One file of a store: its key relative to the store's root, its size, and what
+    identifies its version (a local file's ``st_mtime_ns``; an S3 object's ETag), as a
+    virtual source records them."""
 
     key: str
     size: int
+    modified: str | None = None
+    etag: str | None = None
 
 
 class StoreLister:
@@ -50,7 +54,8 @@ class StoreLister:
                     if entry.is_dir(follow_symlinks=False):
                         pending.append(entry.path)
                     elif entry.is_file(follow_symlinks=False):
-                        yield StoreFile(entry.path[cut:], entry.stat().st_size)
+                        st = entry.stat(follow_symlinks=False)
+                        yield StoreFile(entry.path[cut:], st.st_size, str(st.st_mtime_ns))
 
     def _s3(self) -> Iterator[StoreFile]:
         from fsspec.asyn import sync
@@ -64,7 +69,8 @@ class StoreLister:
             except StopAsyncIteration:
                 return
             for obj in page:
-                yield StoreFile(str(obj["Key"])[len(prefix) :], int(obj["Size"]))
+                key = str(obj["Key"])[len(prefix) :]
+                yield StoreFile(key, int(obj["Size"]), etag=obj.get("ETag"))
 
     async def _s3_pages(self, bucket: str, prefix: str) -> AsyncIterator[list[dict[str, Any]]]:
         client = await self.fs.set_session()

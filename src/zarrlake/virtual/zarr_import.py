@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 from zarrlake.errors import InvalidInputError, InvalidMetadataError, VirtualSourceError
 from zarrlake.maintenance.progress import progress_bar
 from zarrlake.model.metadata import NodeMeta, parse_chunk_key, parse_node_meta
-from zarrlake.model.virtual import normalize_url
-from zarrlake.virtual.listing import StoreLister
+from zarrlake.model.virtual import VirtualSource, normalize_url
+from zarrlake.virtual.listing import StoreFile, StoreLister
 from zarrlake.virtual.zarr_v2 import V2_DOCS, convert_v2_array, convert_v2_group
 
 if TYPE_CHECKING:
@@ -113,8 +113,8 @@ def _metadata(lister: StoreLister, source: str) -> tuple[dict[str, bytes], int, 
 
 def _chunks(
     lister: StoreLister, metas: dict[str, NodeMeta]
-) -> Iterator[tuple[str, tuple[int, ...], str, int]]:
-    """(array path, chunk coordinates, key, size) of every chunk file of the store."""
+) -> Iterator[tuple[str, tuple[int, ...], StoreFile]]:
+    """(array path, chunk coordinates, file) of every chunk file of the store."""
     for f in lister.files():
         if _split(f.key)[1] in _DOCS:
             continue
@@ -127,22 +127,32 @@ def _chunks(
                     rel = f.key[len(parent) + 1 :] if parent else f.key
                     coords = parse_chunk_key(rel, owner.encoding, owner.ndim)
                     if coords is not None:
-                        yield parent, coords, f.key, f.size
+                        yield parent, coords, f
                 break
+
+
+Batch = dict[str, list[tuple[tuple[int, ...], StoreFile]]]
 
 
 def _stage(
     session: WritableSession,
     lister: StoreLister,
     url: str,
-    batch: dict[str, list[tuple[tuple[int, ...], str, int]]],
+    batch: Batch,
     pool: ThreadPoolExecutor | None,
 ) -> None:
     for path, items in batch.items():
         if pool is not None:
-            list(pool.map(lambda item: session.write_sync(item[1], lister.read(item[1])), items))
-        else:
-            session.put_virtual_refs(path, [(c, f"{url}/{key}", 0, size) for c, key, size in items])
+            list(pool.map(lambda item: session.write_sync(item[1].key, lister.read(item[1].key)),
+                          items))  # fmt: skip
+            continue
+        refs, seen = [], {}
+        for c, f in items:
+            ref_url = f"{url}/{f.key}"
+            refs.append((c, ref_url, 0, f.size))
+            # the listing's version, as a lookup of the source would record it
+            seen[ref_url] = VirtualSource(ref_url, f.size, f.etag, f.modified)
+        session.put_virtual_refs(path, refs, seen=seen)
     batch.clear()
 
 
@@ -194,14 +204,14 @@ def import_zarr(
     try:
         for path, raw in docs.items():
             session.write_sync(f"{path}/zarr.json" if path else "zarr.json", raw)
-        batch: dict[str, list[tuple[tuple[int, ...], str, int]]] = {}
+        batch: Batch = {}
         pending = staged = 0
         with (
             progress_bar(progress, total, f"importing {source}") as bar,
             ThreadPoolExecutor(8) as pool,
         ):
-            for path, coords, key, size in _chunks(lister, metas):
-                batch.setdefault(path, []).append((coords, key, size))
+            for path, coords, f in _chunks(lister, metas):
+                batch.setdefault(path, []).append((coords, f))
                 pending += 1
                 if pending >= BATCH:
                     _stage(session, lister, url, batch, pool if copy else None)

@@ -3,7 +3,8 @@
 chunk key encoding (``0.1`` or ``0/1``), its order (``F`` becomes a ``transpose`` codec), its
 byte order (the ``bytes`` codec) and its compressor, so every existing chunk object is a valid
 chunk of the v3 array, referenced or copied byte for byte. xarray's ``_ARRAY_DIMENSIONS``
-attribute becomes the v3 ``dimension_names``.
+attribute becomes the v3 ``dimension_names``; v2's ``null`` fill value (none: zarr reads a
+missing chunk as zeros) becomes the dtype's zero.
 
 Refused with :class:`InvalidMetadataError`: object dtypes (``|O``: their bytes are whatever
 object codec wrote them) and compressors or filters with no Zarr v3 counterpart."""
@@ -56,6 +57,9 @@ def convert_v2_array(path: str, zarray: dict[str, Any], attrs: dict[str, Any]) -
     kept = {k: v for k, v in attrs.items() if k != "_ARRAY_DIMENSIONS"}
     try:
         v2 = ArrayV2Metadata.from_dict({**zarray, "attributes": kept})
+        if v2.fill_value is None:  # v2's "no fill value": zarr reads missing chunks as zeros
+            zero = v2.dtype.to_json_scalar(v2.dtype.default_scalar(), zarr_format=2)
+            v2 = ArrayV2Metadata.from_dict({**zarray, "fill_value": zero, "attributes": kept})
         v3 = _convert_array_metadata(v2)
         raw = v3.to_buffer_dict(default_buffer_prototype())["zarr.json"].to_bytes()
     except (TypeError, ValueError, KeyError) as exc:

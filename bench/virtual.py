@@ -1,0 +1,219 @@
+"""Virtual references against Icechunk + VirtualiZarr, on the same NetCDF files, and the import
+of a Zarr store by reference.
+
+Run by hand (not part of the test suite; needs the ``bench`` group for Icechunk)::
+
+    .venv-bench/bin/python bench/virtual.py [--files 1000] [--chunks 100] [--store-chunks 100000]
+
+1. ``--files`` NetCDF4 files of ``--chunks`` time steps each (one chunk per step), parsed once
+   by VirtualiZarr; the same virtual dataset is then committed as references by
+   ``vds.lake.commit`` and by ``vds.vz.to_icechunk`` + ``session.commit`` (the parsing, common
+   to both, is not timed);
+2. a point time series read through every file (one chunk of each step) with xarray, from
+   each system;
+3. cold open: a fresh process opens the repository and the virtual dataset (lazily), timed
+   inside that process;
+4. ``import_zarr`` by reference of a Zarr v3 store of ``--store-chunks`` chunks, and of one a
+   quarter of that size: time, and the peak of Python's allocations (``tracemalloc``), which
+   should not grow with the store.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("ICECHUNK_LOG", "error")
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+import zarr
+
+import zarrlake
+
+NY, NX = 8, 16
+
+
+def timed(fn: Callable[[], Any], repeat: int = 1) -> tuple[float, Any]:
+    times, out = [], None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times), out
+
+
+def make_files(folder: Path, files: int, chunks: int) -> list[Path]:
+    folder.mkdir(parents=True)
+    paths = []
+    for f in range(files):
+        t0 = f * chunks
+        ds = xr.Dataset(
+            {"temp": (("time", "y", "x"), np.full((chunks, NY, NX), 0, "f4") + t0 + np.arange(
+                chunks, dtype="f4")[:, None, None])},
+            coords={"time": np.arange(t0, t0 + chunks), "y": np.arange(NY), "x": np.arange(NX)},
+        )  # fmt: skip
+        path = folder / f"f{f:05d}.nc"
+        ds.to_netcdf(path, engine="h5netcdf", encoding={"temp": {"chunksizes": (1, NY, NX)}})
+        paths.append(path)
+    return paths
+
+
+def virtual_dataset(paths: list[Path]) -> xr.Dataset:
+    from obspec_utils.registry import ObjectStoreRegistry
+    from obstore.store import LocalStore
+    from virtualizarr import open_virtual_dataset
+    from virtualizarr.parsers import HDFParser
+
+    registry = ObjectStoreRegistry({"file://": LocalStore()})
+    vdss = [
+        open_virtual_dataset(f"file://{p}", registry=registry, parser=HDFParser(),
+                             loadable_variables=["time", "y", "x"])
+        for p in paths
+    ]  # fmt: skip
+    return xr.concat(vdss, dim="time", coords="minimal", compat="override")
+
+
+def icechunk_repo(path: Path, folder: Path) -> Any:
+    import icechunk
+
+    prefix = f"file://{folder}/"
+    config = icechunk.RepositoryConfig.default()
+    config.set_virtual_chunk_container(
+        icechunk.VirtualChunkContainer(prefix, icechunk.local_filesystem_store(str(folder)))
+    )
+    return icechunk.Repository.open_or_create(
+        icechunk.local_filesystem_storage(str(path)), config=config,
+        authorize_virtual_chunk_access={prefix: icechunk.credentials.LocalFileSystemAccess},
+    )  # fmt: skip
+
+
+COLD_LAKE = """
+import time, sys
+t = time.perf_counter()
+import zarrlake
+repo = zarrlake.Repo.open(sys.argv[1])
+ds = zarrlake.open_dataset(repo, "main", group="obs")
+print(time.perf_counter() - t)
+"""
+
+COLD_ICECHUNK = """
+import os, time, sys
+os.environ.setdefault("ICECHUNK_LOG", "error")
+t = time.perf_counter()
+import icechunk, xarray as xr
+prefix = f"file://{sys.argv[2]}/"
+access = {prefix: icechunk.credentials.LocalFileSystemAccess}
+repo = icechunk.Repository.open(icechunk.local_filesystem_storage(sys.argv[1]),
+                                authorize_virtual_chunk_access=access)
+ds = xr.open_zarr(repo.readonly_session("main").store, group="obs", consolidated=False,
+                  zarr_format=3)
+print(time.perf_counter() - t)
+"""
+
+
+def cold(code: str, *args: str, repeat: int = 3) -> float:
+    out = []
+    for _ in range(repeat):
+        p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                           check=True)  # fmt: skip
+        out.append(float(p.stdout.strip().splitlines()[-1]))
+    return statistics.median(out)
+
+
+def zarr_store(path: Path, chunks: int) -> None:
+    arr = zarr.create_array(str(path), shape=(chunks, 4), chunks=(1, 4), dtype="f4",
+                            compressors=None, fill_value=-1)  # fmt: skip
+    arr[:] = np.arange(chunks * 4, dtype="f4").reshape(chunks, 4)
+
+
+def import_run(scratch: Path, chunks: int) -> tuple[float, float]:
+    """Seconds of an import by reference (untraced), and the peak of Python's allocations
+    during a second import of the same store into another lake (traced)."""
+    store = scratch / f"store-{chunks}.zarr"
+    zarr_store(store, chunks)
+    lakes = [
+        zarrlake.Repo.create(scratch / f"import-{chunks}-{i}", virtual_sources={str(store): {}})
+        for i in range(2)
+    ]
+    seconds, _ = timed(lambda: zarrlake.import_zarr(lakes[0], str(store), progress=False))
+    tracemalloc.start()
+    zarrlake.import_zarr(lakes[1], str(store), progress=False)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return seconds, peak / 2**20
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--files", type=int, default=1000)
+    ap.add_argument("--chunks", type=int, default=100, help="time steps (chunks) per file")
+    ap.add_argument("--store-chunks", type=int, default=100_000)
+    ap.add_argument("--keep", type=Path, default=None, help="keep the data in this directory")
+    args = ap.parse_args()
+    scratch = args.keep or Path(tempfile.mkdtemp(prefix="zarrlake-bench-virtual-"))
+    try:
+        folder = scratch / "archive"
+        print(f"{args.files} files x {args.chunks} chunks = {args.files * args.chunks} refs")
+        paths = make_files(folder, args.files, args.chunks)
+        vds = virtual_dataset(paths)
+
+        lake = zarrlake.Repo.create(scratch / "lake", virtual_sources={str(folder): {}})
+        ic = icechunk_repo(scratch / "ice", folder)
+
+        def lake_commit() -> None:
+            vds.lake.commit("references", repo=lake, group="obs")
+
+        def ic_commit() -> None:
+            s = ic.writable_session("main")
+            vds.vz.to_icechunk(s.store, group="obs")
+            s.commit("references")
+
+        t_lake, _ = timed(lake_commit)
+        t_ic, _ = timed(ic_commit)
+        print(f"commit references   zarrlake {t_lake:8.3f} s   icechunk {t_ic:8.3f} s   "
+              f"ratio {t_lake / t_ic:5.2f}x")  # fmt: skip
+
+        def lake_read() -> np.ndarray:
+            ds = zarrlake.open_dataset(lake, "main", group="obs")
+            return ds.temp[:, 3, 5].values
+
+        def ic_read() -> np.ndarray:
+            ds = xr.open_zarr(ic.readonly_session("main").store, group="obs",
+                              consolidated=False, zarr_format=3)  # fmt: skip
+            return ds.temp[:, 3, 5].values
+
+        r_lake, a = timed(lake_read, repeat=3)
+        r_ic, b = timed(ic_read, repeat=3)
+        np.testing.assert_array_equal(a, b)
+        assert a[7] == 7.0
+        print(f"point time series   zarrlake {r_lake:8.3f} s   icechunk {r_ic:8.3f} s   "
+              f"ratio {r_lake / r_ic:5.2f}x")  # fmt: skip
+
+        c_lake = cold(COLD_LAKE, str(scratch / "lake"))
+        c_ic = cold(COLD_ICECHUNK, str(scratch / "ice"), str(folder))
+        print(f"cold open           zarrlake {c_lake:8.3f} s   icechunk {c_ic:8.3f} s   "
+              f"ratio {c_lake / c_ic:5.2f}x")  # fmt: skip
+
+        for n in (args.store_chunks // 4, args.store_chunks):  # memory: flat, not 4x
+            seconds, peak = import_run(scratch, n)
+            print(f"import_zarr by ref  {n:7d} chunks {seconds:8.3f} s   "
+                  f"peak Python allocations {peak:7.1f} MiB")  # fmt: skip
+    finally:
+        if args.keep is None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
