@@ -49,10 +49,10 @@ class HistoryView(Viewer):
     author = param.String(default="")
     text = param.String(default="")
     hide_merges = param.Boolean(default=False)
-    start = param.Integer(default=0, bounds=(0, None), doc="first row of the page shown")
+    offset = param.Integer(default=0, bounds=(0, None), doc="first row of the page shown")
     commit = param.String(default="", doc="the chosen commit (id or ref)")
 
-    url_params = {"commit": "commit", "branch": "branch", "start": "from"}
+    url_params = {"commit": "commit", "branch": "branch", "offset": "from"}
 
     def __init__(self, ctx: Context, **params: Any) -> None:
         super().__init__(**params)
@@ -126,23 +126,23 @@ class HistoryView(Viewer):
             return  # the details say what is wrong with the commit
         if i is not None:
             with param.parameterized.discard_events(self):
-                self.start = i - i % PAGE_SIZE
+                self.offset = i - i % PAGE_SIZE
 
     @param.depends("branch", "author", "text", "hide_merges", watch=True)
     def _on_filter(self) -> None:
-        if self.start:
-            self.start = 0  # redraws
+        if self.offset:
+            self.offset = 0  # redraws
         else:
             self._refresh()
 
     def _go(self, step: int) -> None:
         total = self.shown_page.total if self.shown_page else 0
-        self.start = max(0, min(self.start + step, max(total - 1, 0) // PAGE_SIZE * PAGE_SIZE))
+        self.offset = max(0, min(self.offset + step, max(total - 1, 0) // PAGE_SIZE * PAGE_SIZE))
 
-    @param.depends("start", watch=True)
+    @param.depends("offset", watch=True)
     def _refresh(self) -> None:
         try:
-            page = load_page(self.ctx.repo, self.filter(), self.start, self._cache)
+            page = load_page(self.ctx.repo, self.filter(), self.offset, self._cache)
         except Exception as exc:
             self.page_rows, self.shown_page = [], None
             self.message.objects = [error_alert(exc)]
