@@ -7,7 +7,7 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
-from zarrlake.cli._common import DEFAULT_LAKE, _add_location_options, open_repo, parse_options
+from zarrlake.cli._common import _add_location_options, default_lake, open_repo, parse_options
 from zarrlake.cli._output import emit_json
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
     import zarrlake
     from zarrlake.virtual.zarr_import import store_url
 
-    args.path = args.lake
+    args.path = args.lake or default_lake()
     repo = open_repo(args)
     if "://" not in args.source and _is_icechunk(args.source):
         return _import_icechunk(args, repo)
@@ -96,11 +96,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "changes nothing.",
     )
     sp.add_argument("source", metavar="SOURCE", help="the Zarr store: a directory or s3:// URL")
-    sp.add_argument(
-        "--lake",
-        default=DEFAULT_LAKE,
-        help=f"the repo directory or a version URL (default {DEFAULT_LAKE}); or --catalog",
-    )
     _add_location_options(sp)
     sp.add_argument("--branch", default="main", help="the branch to commit to (default main)")
     sp.add_argument("--message", "-m", default=None, help="the commit message")

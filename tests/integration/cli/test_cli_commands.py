@@ -276,7 +276,7 @@ def test_exit_codes_for_missing_things_and_bad_input(lake: Lake) -> None:
     p = lake.run("log", "no-such-branch")
     assert p.returncode == 1
     assert p.stderr == (
-        "zarrlake: no branch, tag or commit 'no-such-branch' in repo 'default' "
+        f"zarrlake: no branch, tag or commit 'no-such-branch' in repo {lake.open().name!r} "
         "(branches: main; tags: none)\n"
     )
     p = lake.run("branch", "bad..name")
