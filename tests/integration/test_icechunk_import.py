@@ -177,3 +177,46 @@ def test_a_crash_in_the_middle_leaves_the_lake_as_it_was(tmp_path: Path, ice) ->
     assert (again.branches(), again.tags(), again.log()) == before
     assert again.fsck().ok
     assert len(zarrlake.import_icechunk(again, tmp_path / "ice").commits) == 3
+
+
+def test_a_repository_on_s3_is_imported(tmp_path: Path, s3_endpoint: str) -> None:
+    storage = icechunk.s3_storage(
+        bucket="lake", prefix=f"ice-{os.getpid()}-{tmp_path.name}", endpoint_url=s3_endpoint,
+        allow_http=True, region="us-east-1", access_key_id="testing", secret_access_key="testing",
+    )  # fmt: skip
+    ic_repo = icechunk.Repository.create(storage)
+    s = ic_repo.writable_session("main")
+    data = np.arange(600, dtype="f8")
+    zarr.create_array(s.store, name="x", shape=(600,), chunks=(200,), dtype="f8")[:] = data
+    snapshot = s.commit("on s3")
+    repo = zarrlake.Repo.create(tmp_path / "lake")
+    result = zarrlake.import_icechunk(repo, storage)
+    assert list(result.commits) == [snapshot]
+    assert result.copied == 3
+    np.testing.assert_array_equal(
+        zarr.open_array(repo.readonly_session().store, path="x", mode="r")[:], data
+    )
+
+
+def test_deleted_arrays_and_chunks_are_deleted_in_the_commit(tmp_path: Path) -> None:
+    path = tmp_path / "ice"
+    ic_repo = icechunk.Repository.create(icechunk.local_filesystem_storage(str(path)))
+    s = ic_repo.writable_session("main")
+    g = zarr.group(s.store)
+    g.create_array("gone", shape=(4,), chunks=(2,), dtype="i4")[:] = 1
+    kept = g.create_array("kept", shape=(600,), chunks=(200,), dtype="f8", fill_value=0)
+    kept[:] = 5.0
+    s.commit("two arrays")
+    s = ic_repo.writable_session("main")
+    g = zarr.open_group(s.store)
+    del g["gone"]
+    zarr.open_array(s.store, path="kept")[200:400] = 0.0  # equal to the fill value: deleted
+    s.commit("drop one array and one chunk")
+    repo = zarrlake.Repo.create(tmp_path / "lake")
+    zarrlake.import_icechunk(repo, path)
+    node = repo.diff("main~1", "main")
+    assert node["gone"].status == "removed"
+    assert node["kept"].chunks_removed == {(1,)}
+    ours = zarr.open_group(repo.readonly_session().store, mode="r")
+    assert sorted(ours.array_keys()) == ["kept"]
+    assert list(ours["kept"][199:201]) == [5.0, 0.0]  # type: ignore[index]
