@@ -18,7 +18,7 @@ import numpy as np
 from zarrlake.model.changes import SnapshotReader, iter_manifest
 from zarrlake.model.index import ManifestIndex, index_delta
 from zarrlake.model.manifest import ChunkRef, Shard
-from zarrlake.model.metadata import NodeMeta
+from zarrlake.model.metadata import ArrayLayout, NodeMeta
 from zarrlake.model.snapshot import NodeEntry, Root
 from zarrlake.types import ChunkCoords
 
@@ -113,6 +113,9 @@ class NodeDiff:
     chunks_added, chunks_changed, chunks_removed
         Chunk coordinates that exist only after, exist on both sides with different bytes,
         or exist only before.
+    layout
+        For an array, its shape, chunk shape and dimension names (after the change; before
+        it, for a removed array): what a chunk map of the change is drawn on.
     """
 
     path: str
@@ -123,6 +126,7 @@ class NodeDiff:
     chunks_added: frozenset[ChunkCoords] = frozenset()
     chunks_changed: frozenset[ChunkCoords] = frozenset()
     chunks_removed: frozenset[ChunkCoords] = frozenset()
+    layout: ArrayLayout | None = field(default=None, compare=False)
 
     @property
     def n_chunks(self) -> int:
@@ -496,16 +500,18 @@ def _node_diff(
         added, changed, removed = _chunk_sets(a, b, ma, mb, reader)
     if ma is None:
         assert mb is not None  # one side at least holds the node
-        return NodeDiff(path, "added", mb.node_type, chunks_added=added)
+        return NodeDiff(path, "added", mb.node_type, chunks_added=added, layout=mb.layout)
     if mb is None:
-        return NodeDiff(path, "removed", ma.node_type, chunks_removed=removed)
+        return NodeDiff(path, "removed", ma.node_type, chunks_removed=removed, layout=ma.layout)
     fields: tuple[FieldChange, ...] = ()
     attrs: tuple[FieldChange, ...] = ()
     if a is not None and b is not None and a.meta != b.meta:
         fields, attrs = metadata_changes(ma, mb)
     if not (fields or attrs or added or changed or removed):
         return None  # e.g. the document was reformatted, or a manifest rewritten identically
-    return NodeDiff(path, "modified", mb.node_type, fields, attrs, added, changed, removed)
+    return NodeDiff(
+        path, "modified", mb.node_type, fields, attrs, added, changed, removed, mb.layout
+    )
 
 
 def diff_roots(
