@@ -23,7 +23,8 @@ __all__ = ["ChunkAxes", "chunk_axes", "chunk_map_svg", "chunk_map_text"]
 
 MAP_COLS, MAP_ROWS = 48, 16  # the chunk map's size cap in cells
 MAP_MAPS = 20  # arrays that get a chunk map
-CELL = 9  # px per cell
+CELL, CELL_MAX = 9, 20  # px per cell: small grids get bigger cells, up to MAP_PX across
+MAP_PX = 240
 SYMBOLS = {"added": "+", "changed": "~", "removed": "-", "mixed": "*"}
 
 
@@ -162,11 +163,14 @@ def _labelled(m: _Map, axis: int) -> bool:
 
 
 def _caption(m: _Map) -> str:
+    def whole(axis: int, cells: int, step: int) -> str:  # the axis, with its range if known
+        return _span(m, axis, 0, cells * step) if _labelled(m, axis) else _dim(m, axis)
+
     parts = []
     if m.axis_r is not None:
-        parts.append(f"rows: {_dim(m, m.axis_r)}")
+        parts.append(f"rows: {whole(m.axis_r, m.rows, m.step_r)}")
     if m.axis_c is not None:
-        parts.append(f"columns: {_dim(m, m.axis_c)}")
+        parts.append(f"columns: {whole(m.axis_c, m.cols, m.step_c)}")
     folded = [
         _span(m, a, m.fixed[a], 1) if a in m.fixed and _labelled(m, a) else _dim(m, a)
         for a in range(m.ndim)
@@ -187,7 +191,8 @@ def chunk_map_svg(n: NodeDiffLike, grid: Grid | None = None) -> str:
     m = _layout(n, grid)
     if m is None:
         return ""
-    w, h = m.cols * CELL, m.rows * CELL
+    cell = max(CELL, min(CELL_MAX, MAP_PX // max(m.rows, m.cols)))
+    w, h = m.cols * cell, m.rows * cell
     named = m.info is not None and (any(m.info.dims) or bool(m.info.labels))
     rects = [f'<rect class="zl-cell-bg" x="0" y="0" width="{w}" height="{h}"/>']
     for (r, c), status in sorted(m.cells.items()):
@@ -202,8 +207,8 @@ def chunk_map_svg(n: NodeDiffLike, grid: Grid | None = None) -> str:
         if not named and m.ndim <= 2 and m.step_r == m.step_c == 1:  # plain chunk coordinates
             where = f"chunk ({r}, {c})" if m.axis_r is not None else f"chunk ({c},)"
         rects.append(
-            f'<rect class="zl-{status}" x="{c * CELL}" y="{r * CELL}" width="{CELL - 1}" '
-            f'height="{CELL - 1}"><title>{esc(where or "the chunk")}: {status}</title></rect>'
+            f'<rect class="zl-{status}" x="{c * cell}" y="{r * cell}" width="{cell - 1}" '
+            f'height="{cell - 1}"><title>{esc(where or "the chunk")}: {status}</title></rect>'
         )
     note = _caption(m)
     caption = f'<div class="zl-muted">{esc(note)}</div>' if note else ""

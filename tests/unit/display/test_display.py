@@ -219,11 +219,11 @@ def test_chunk_grids_make_the_map_span_the_whole_array(sqlite_repo: zarrlake.Rep
     zarr.open_array(s.store, path="a")[0:10, 0:10] = 1
     d = sqlite_repo.diff(base, s.commit("one chunk"))
     # the diff knows the array's layout: the map spans the whole 6 x 4 chunk grid
-    assert 'width="36" height="54"' in display.chunk_map_svg(d["a"])
+    assert 'width="80" height="120"' in display.chunk_map_svg(d["a"])  # 20 px cells
     grids = display.chunk_grids(sqlite_repo, d)
     assert grids == {"a": (6, 4)}
     page = display.diff_html(d, grids=grids)
-    assert 'width="36" height="54"' in page
+    assert 'width="80" height="120"' in page
     assert page.count('class="zl-added" x=') == 1
     text = display.diff_text(d, maps=True, grids=grids)
     assert "      +..." in text.splitlines()
@@ -265,8 +265,10 @@ def test_the_diff_map_follows_the_axes_that_changed_in_coordinates(
     assert svg.count('class="zl-changed"') == 2
     assert "<title>time 2025-03-01: changed</title>" in svg
     assert "<title>time 2025-04-01: changed</title>" in svg
-    assert 'width="108" height="9"' in svg
-    assert "columns: time; lat, lon folded in" in display.diff_html(d, grids=axes)
+    assert 'width="240" height="20"' in svg  # a strip of 12 cells of 20 px
+    assert "columns: time 2025-01-01 … 2025-12-01; lat, lon folded in" in display.diff_html(
+        d, grids=axes
+    )
 
 
 def test_the_map_draws_the_two_axes_that_vary_most() -> None:
