@@ -275,10 +275,8 @@ def test_export_and_fsck_which_exits_6_on_a_missing_object(lake: Lake, tmp_path:
 def test_exit_codes_for_missing_things_and_bad_input(lake: Lake) -> None:
     p = lake.run("log", "no-such-branch")
     assert p.returncode == 1
-    assert p.stderr == (
-        "zarrlake: no branch, tag or commit 'no-such-branch' in repo 'default' "
-        "(branches: main; tags: none)\n"
-    )
+    assert p.stderr.startswith("zarrlake: no branch, tag or commit 'no-such-branch' in repo ")
+    assert p.stderr.endswith(" (branches: main; tags: none)\n")
     p = lake.run("branch", "bad..name")
     assert p.returncode == 2
     assert "zarrlake: branch name 'bad..name' is not allowed" in p.stderr
