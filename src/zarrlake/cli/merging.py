@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 
 from zarrlake.cli import EXIT_CONFLICT, _engine
-from zarrlake.errors import ConflictError
 from zarrlake.cli._common import Operand, add_lake_args, open_repo
 from zarrlake.cli._output import conflict_json, diff_json, emit_json
+from zarrlake.errors import ConflictError
 
 __all__ = ["register"]
 
