@@ -65,7 +65,7 @@ def _cmd_log(args: argparse.Namespace) -> int:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    from zarrlake.display import chunk_grids, commit_text, diff_text
+    from zarrlake.display import chunk_axes, commit_text, diff_text
 
     repo = open_repo(args, version=True)
     info = repo.commit_info(args.ref_operand or args.url_ref or "main")
@@ -76,12 +76,12 @@ def _cmd_show(args: argparse.Namespace) -> int:
     print(commit_text(info))
     if d is not None:
         print()
-        print(diff_text(d, maps=args.map, grids=chunk_grids(repo, d) if args.map else None))
+        print(diff_text(d, maps=args.map, grids=chunk_axes(repo, d) if args.map else None))
     return 0
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
-    from zarrlake.display import chunk_grids, diff_text
+    from zarrlake.display import chunk_axes, diff_text
 
     repo = open_repo(args)
     if args.b is None:
@@ -95,7 +95,7 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(diff_json(d, chunks=args.chunks))
         return 0
-    print(diff_text(d, maps=args.map, grids=chunk_grids(repo, d) if args.map else None))
+    print(diff_text(d, maps=args.map, grids=chunk_axes(repo, d) if args.map else None))
     if args.chunks:
         for n in d.nodes:
             for change, coords in (

@@ -7,6 +7,7 @@ import argparse
 from zarrlake.cli import EXIT_CONFLICT, _engine
 from zarrlake.cli._common import Operand, add_lake_args, open_repo
 from zarrlake.cli._output import conflict_json, diff_json, emit_json
+from zarrlake.errors import ConflictError
 
 __all__ = ["register"]
 
@@ -48,14 +49,25 @@ def _cmd_merge(args: argparse.Namespace) -> int:
     repo = open_repo(args)
     before = repo.branches().get(args.into)
     source = repo.resolve(args.source)
-    head = _engine.merge(
-        repo,
-        args.source,
-        args.into,
-        solver=args.solver,
-        message=args.message,
-        fast_forward=not args.no_ff,
-    )
+    try:
+        head = _engine.merge(
+            repo,
+            args.source,
+            args.into,
+            solver=args.solver,
+            message=args.message,
+            fast_forward=not args.no_ff,
+        )
+    except ConflictError as exc:
+        if type(exc) is not ConflictError or "solver=" not in str(exc):
+            raise
+        # the engine's hint names its Python keyword; here it is a flag
+        raise ConflictError(
+            f"cannot merge {args.source!r} into {args.into!r}: both changed the same data. "
+            f"Add --solver ours (keep {args.into!r}) or --solver theirs (take "
+            f"{args.source!r}), or change one side first",
+            exc.conflicts,
+        ) from exc
     result = "up-to-date" if head == before else ("fast-forward" if head == source else "merge")
     if args.json:
         emit_json(

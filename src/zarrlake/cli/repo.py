@@ -69,9 +69,11 @@ def _cmd_sessions(args: argparse.Namespace) -> int:
             raise zarrlake.SessionClosedError(f"session {args.abandon} was already committed")
         try:
             session.abandon()
-        except zarrlake.SessionClosedError as exc:  # the engine's hint is a Python call
-            raise zarrlake.SessionClosedError(
-                f"session {args.abandon} is {session.info().status}: there is nothing to abandon"
+        except zarrlake.SessionError as exc:  # the engine's hint is a Python call
+            status = session.info().status
+            raise type(exc)(
+                f"session {args.abandon} is {status}: there is nothing to abandon"
+                + (" (gc drops its staged writes)" if status == "expired" else "")
             ) from exc
         if args.json:
             emit_json({"action": "abandoned", "session": args.abandon})

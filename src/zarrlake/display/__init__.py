@@ -8,6 +8,7 @@ variables, every user string escaped.
 """
 
 from zarrlake.display._base import esc
+from zarrlake.display.chunkmap import ChunkAxes, chunk_axes, chunk_map_svg, chunk_map_text
 from zarrlake.display.commits import commit_html, commit_text, log_table_html, repo_html, repo_text
 from zarrlake.display.conflicts import (
     conflict_error_html,
@@ -15,13 +16,7 @@ from zarrlake.display.conflicts import (
     conflict_html,
     conflict_text,
 )
-from zarrlake.display.diffs import (
-    chunk_grids,
-    chunk_map_svg,
-    chunk_map_text,
-    diff_html,
-    diff_text,
-)
+from zarrlake.display.diffs import chunk_grids, diff_html, diff_text
 from zarrlake.display.reports import report_fields, report_html, report_text
 from zarrlake.display.sessions import (
     expiry_text,
@@ -31,9 +26,12 @@ from zarrlake.display.sessions import (
     session_state,
     session_text,
     staged_counts,
+    staged_words,
 )
 
 __all__ = [
+    "ChunkAxes",
+    "chunk_axes",
     "chunk_grids",
     "chunk_map_svg",
     "chunk_map_text",
@@ -59,4 +57,5 @@ __all__ = [
     "session_state",
     "session_text",
     "staged_counts",
+    "staged_words",
 ]

@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from math import ceil
 from typing import TYPE_CHECKING, Any
 
 from zarrlake.display._base import esc, fmt_value, section, table, wrap
+from zarrlake.display.chunkmap import MAP_MAPS, Grid, chunk_map_svg, chunk_map_text
 
 if TYPE_CHECKING:
     from zarrlake.display._protocols import DiffLike, NodeDiffLike
 
-__all__ = ["chunk_grids", "chunk_map_svg", "chunk_map_text", "diff_html", "diff_text"]
+__all__ = ["chunk_grids", "diff_html", "diff_text"]
 
-Grids = Mapping[str, tuple[int, ...]]
+Grids = Mapping[str, Grid]  # path -> chunk grid shape, or ChunkAxes (grid, dims, coordinates)
 
 MAX_NODES = 200  # nodes listed in a diff repr; the rest are counted
 MAX_KEYS = 50  # non-Zarr keys listed per kind
-MAP_COLS, MAP_ROWS = 48, 16  # the chunk map's size cap in cells
-MAP_MAPS = 20  # arrays that get a chunk map
-CELL = 9  # px per cell
 _SIGN = {"added": "+", "removed": "-", "modified": "~"}
 
 
@@ -54,102 +51,6 @@ def _changes(n: NodeDiffLike) -> list[str]:
     return out
 
 
-# -- chunk map ---------------------------------------------------------------------------------
-
-
-def _grid(
-    n: NodeDiffLike, grid: tuple[int, ...] | None = None
-) -> tuple[int, int, int, int, dict[tuple[int, int], str]] | None:
-    """Project the changed chunk coords on the last two axes and bin them to the size cap.
-
-    Returns (rows, cols, row_step, col_step, cell -> status); ``None`` when no chunk changed.
-    ``grid`` is the array's chunk grid shape when the caller knows it (a diff does not hold
-    it); without it the map spans the changed coords' extent.
-    """
-    marks: list[tuple[tuple[int, ...], str]] = [
-        (c, status)
-        for status, coords in (
-            ("added", n.chunks_added),
-            ("changed", n.chunks_changed),
-            ("removed", n.chunks_removed),
-        )
-        for c in coords
-    ]
-    if not marks:
-        return None
-
-    def rc(c: tuple[int, ...]) -> tuple[int, int]:
-        if len(c) == 0:
-            return 0, 0
-        if len(c) == 1:
-            return 0, c[0]
-        return c[-2], c[-1]
-
-    extent_r = max(rc(c)[0] for c, _ in marks) + 1
-    extent_c = max(rc(c)[1] for c, _ in marks) + 1
-    if grid:
-        extent_r = max(extent_r, grid[-2] if len(grid) > 1 else 1)
-        extent_c = max(extent_c, grid[-1])
-    step_r, step_c = ceil(extent_r / MAP_ROWS), ceil(extent_c / MAP_COLS)
-    cells: dict[tuple[int, int], str] = {}
-    for c, status in marks:
-        r, col = rc(c)
-        key = (r // step_r, col // step_c)
-        prev = cells.get(key)
-        cells[key] = status if prev in (None, status) else "mixed"
-    return ceil(extent_r / step_r), ceil(extent_c / step_c), step_r, step_c, cells
-
-
-def _axes_note(n: NodeDiffLike, step_r: int, step_c: int) -> str:
-    ndim = next(
-        (len(c) for s in (n.chunks_added, n.chunks_changed, n.chunks_removed) for c in s), 0
-    )
-    parts = []
-    if ndim > 2:
-        parts.append(f"last 2 of {ndim} chunk axes (the others folded in)")
-    if step_r > 1 or step_c > 1:
-        parts.append(f"one cell = {step_r}x{step_c} chunks")
-    return "; ".join(parts)
-
-
-def chunk_map_svg(n: NodeDiffLike, grid: tuple[int, ...] | None = None) -> str:
-    """An inline SVG of the changed chunks of one array (empty string when none changed);
-    ``grid``, the array's chunk grid shape, makes the map span the whole array."""
-    g = _grid(n, grid)
-    if g is None:
-        return ""
-    rows, cols, step_r, step_c, cells = g
-    w, h = cols * CELL, rows * CELL
-    rects = [f'<rect class="zl-cell-bg" x="0" y="0" width="{w}" height="{h}"/>']
-    for (r, c), status in sorted(cells.items()):
-        r0, c0 = r * step_r, c * step_c
-        where = f"chunks [{r0}..{r0 + step_r - 1}, {c0}..{c0 + step_c - 1}]"
-        if step_r == step_c == 1:
-            where = f"chunk ({r0}, {c0})"
-        rects.append(
-            f'<rect class="zl-{status}" x="{c * CELL}" y="{r * CELL}" width="{CELL - 1}" '
-            f'height="{CELL - 1}"><title>{esc(where)}: {status}</title></rect>'
-        )
-    note = _axes_note(n, step_r, step_c)
-    caption = f'<div class="zl-muted">{esc(note)}</div>' if note else ""
-    return (
-        f'<svg class="zl-map" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" '
-        f'aria-label="changed chunks of /{esc(n.path)}">{"".join(rects)}</svg>{caption}'
-    )
-
-
-def chunk_map_text(n: NodeDiffLike, grid: tuple[int, ...] | None = None) -> list[str]:
-    """The same map in characters: ``+`` added, ``~`` changed, ``-`` removed, ``*`` mixed."""
-    g = _grid(n, grid)
-    if g is None:
-        return []
-    rows, cols, step_r, step_c, cells = g
-    sym = {"added": "+", "changed": "~", "removed": "-", "mixed": "*"}
-    lines = ["".join(sym.get(cells.get((r, c), ""), ".") for c in range(cols)) for r in range(rows)]
-    note = _axes_note(n, step_r, step_c)
-    return [*lines, f"({note})"] if note else lines
-
-
 # -- the diff ----------------------------------------------------------------------------------
 
 
@@ -168,7 +69,7 @@ def _key_lines(d: DiffLike) -> Iterable[tuple[str, str]]:
 
 def diff_text(d: DiffLike, *, maps: bool = False, grids: Grids | None = None) -> str:
     """A diff in plain text, one line per node (``maps`` adds each array's chunk map;
-    ``grids``, path -> chunk grid shape, from :func:`chunk_grids`, sizes them)."""
+    ``grids``, from :func:`~zarrlake.display.chunk_axes`, labels them in coordinates)."""
     nodes = list(d.nodes)
     lines = [_title(d)]
     if not nodes and not (d.keys_added or d.keys_changed or d.keys_removed):
@@ -190,8 +91,8 @@ def diff_text(d: DiffLike, *, maps: bool = False, grids: Grids | None = None) ->
 
 
 def diff_html(d: DiffLike, *, grids: Grids | None = None) -> str:
-    """HTML repr of a diff: a table of nodes, the changes of each, and chunk maps (sized by
-    ``grids``, path -> chunk grid shape, from :func:`chunk_grids`, when given)."""
+    """HTML repr of a diff: a table of nodes, the changes of each, and chunk maps (labelled
+    in coordinates by ``grids``, from :func:`~zarrlake.display.chunk_axes`, when given)."""
     nodes = list(d.nodes)
     shown = nodes[:MAX_NODES]
     rows = []

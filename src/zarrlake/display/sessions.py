@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from zarrlake.display._base import esc, fmt_time, relative, section, table, wrap
+from zarrlake.display._base import count, esc, fmt_time, relative, section, table, wrap
 
 if TYPE_CHECKING:
     from zarrlake.display._protocols import SessionInfoLike, SessionLike
@@ -19,6 +19,7 @@ __all__ = [
     "session_state",
     "session_text",
     "staged_counts",
+    "staged_words",
 ]
 
 
@@ -68,8 +69,13 @@ def staged_counts(session: SessionLike) -> dict[str, int] | None:
 def _staged_str(counts: dict[str, int] | None) -> str:
     if counts is None:
         return "unknown"
-    extra = f", {counts['keys']} other keys" if counts["keys"] else ""
-    return f"{counts['nodes']} nodes, {counts['chunks']} chunks{extra}"
+    return staged_words(counts)
+
+
+def staged_words(counts: dict[str, int]) -> str:
+    """``1 node, 4 chunks`` (and ``, 2 other keys`` when there are any)."""
+    extra = f", {count(counts['keys'], 'other key')}" if counts["keys"] else ""
+    return f"{count(counts['nodes'], 'node')}, {count(counts['chunks'], 'chunk')}{extra}"
 
 
 @dataclass(frozen=True, slots=True)

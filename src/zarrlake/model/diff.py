@@ -18,7 +18,7 @@ import numpy as np
 from zarrlake.model.changes import SnapshotReader, iter_manifest
 from zarrlake.model.index import ManifestIndex, index_delta
 from zarrlake.model.manifest import VIRTUAL, ChunkRef, Shard
-from zarrlake.model.metadata import NodeMeta
+from zarrlake.model.metadata import ArrayLayout, NodeMeta
 from zarrlake.model.snapshot import NodeEntry, Root
 from zarrlake.types import ChunkCoords
 
@@ -117,6 +117,9 @@ class NodeDiff:
         Those of ``chunks_added`` and ``chunks_changed`` whose new content is a virtual
         reference (bytes read where they live, outside the lake); front ends mark them apart
         on chunk maps.
+    layout
+        For an array, its shape, chunk shape and dimension names (after the change; before
+        it, for a removed array): what a chunk map of the change is drawn on.
     """
 
     path: str
@@ -128,6 +131,7 @@ class NodeDiff:
     chunks_changed: frozenset[ChunkCoords] = frozenset()
     chunks_removed: frozenset[ChunkCoords] = frozenset()
     chunks_virtual: frozenset[ChunkCoords] = frozenset()
+    layout: ArrayLayout | None = field(default=None, compare=False)
 
     @property
     def n_chunks(self) -> int:
@@ -511,16 +515,25 @@ def _node_diff(
         added, changed, removed, virtual = _chunk_sets(a, b, ma, mb, reader)
     if ma is None:
         assert mb is not None  # one side at least holds the node
-        return NodeDiff(path, "added", mb.node_type, chunks_added=added, chunks_virtual=virtual)
+        return NodeDiff(
+            path,
+            "added",
+            mb.node_type,
+            chunks_added=added,
+            chunks_virtual=virtual,
+            layout=mb.layout,
+        )
     if mb is None:
-        return NodeDiff(path, "removed", ma.node_type, chunks_removed=removed)
+        return NodeDiff(path, "removed", ma.node_type, chunks_removed=removed, layout=ma.layout)
     fields: tuple[FieldChange, ...] = ()
     attrs: tuple[FieldChange, ...] = ()
     if a is not None and b is not None and a.meta != b.meta:
         fields, attrs = metadata_changes(ma, mb)
     if not (fields or attrs or added or changed or removed):
         return None  # e.g. the document was reformatted, or a manifest rewritten identically
-    return NodeDiff(path, "modified", mb.node_type, fields, attrs, added, changed, removed, virtual)
+    return NodeDiff(
+        path, "modified", mb.node_type, fields, attrs, added, changed, removed, virtual, mb.layout
+    )
 
 
 def diff_roots(

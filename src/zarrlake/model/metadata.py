@@ -16,6 +16,7 @@ from zarrlake.errors import InvalidMetadataError
 from zarrlake.types import ChunkCoords
 
 __all__ = [
+    "ArrayLayout",
     "ChunkKeyEncoding",
     "NodeMeta",
     "attribute_changes",
@@ -34,6 +35,21 @@ class ChunkKeyEncoding:
 
     name: str = "default"
     separator: str = "/"
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayLayout:
+    """How an array is cut into chunks, as its metadata says: what a chunk map needs to span
+    the whole array and to name its axes (``dims`` from ``dimension_names``; ``None`` where
+    a dimension has no name)."""
+
+    shape: tuple[int, ...]
+    chunk_shape: tuple[int, ...]
+    dims: tuple[str | None, ...]
+
+    @property
+    def grid_shape(self) -> tuple[int, ...]:
+        return tuple(-(-s // c) for s, c in zip(self.shape, self.chunk_shape, strict=True))
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +73,20 @@ class NodeMeta:
     @property
     def is_array(self) -> bool:
         return self.node_type == "array"
+
+    @property
+    def layout(self) -> ArrayLayout | None:
+        """The array's :class:`ArrayLayout` (``None`` for groups and irregular grids)."""
+        if not self.is_array or self.grid_shape is None:
+            return None
+        shape = tuple(int(s) for s in self.structure.get("shape", ()))
+        grid = self.structure.get("chunk_grid", {}).get("configuration", {})
+        chunks = tuple(int(c) for c in grid.get("chunk_shape", ()))
+        names = self.structure.get("dimension_names") or [None] * len(shape)
+        if len(chunks) != len(shape) or len(names) != len(shape):
+            return None
+        dims = tuple(n if isinstance(n, str) and n else None for n in names)
+        return ArrayLayout(shape, chunks, dims)
 
 
 _UNKNOWN = NodeMeta(node_type="unknown")

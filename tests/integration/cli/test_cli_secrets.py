@@ -69,7 +69,7 @@ def test_a_password_in_the_query_is_never_printed(tmp_path: Path) -> None:
     other = ["--catalog", url_text, "--name", unique("qsecret")]
     init_text = run("init", *other, "--storage", str(tmp_path / "objects2"))
     assert init_text.returncode == 0, init_text.stderr
-    assert f"in catalog {shown}, chunks at " in init_text.stdout
+    assert f" in catalog {shown}, chunks at " in init_text.stdout
     listed = run("log", *loc, "--json")
     assert listed.returncode == 0
     missing = run("show", *loc, "nope", "--json")

@@ -153,3 +153,27 @@ def test_ui_on_a_missing_lake_exits_with_the_error(
     assert code == 1
     assert out == ""
     assert err.startswith(f"zarrlake: no lake at {tmp_path / 'nope'}: create one with")
+
+
+def test_a_merge_conflict_names_the_solver_flag(
+    here: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import zarr
+
+    repo = zarrlake.Repo.open(here / "my-lake")
+    s = repo.writable_session()
+    zarr.open_group(s.store, mode="w").create_array("a", shape=(4,), chunks=(2,), dtype="f8")
+    base = s.commit("a")
+    repo.create_branch("dev", base)
+    for branch, value in (("main", 1.0), ("dev", 2.0)):
+        s = repo.writable_session(branch)
+        zarr.open_array(s.store, path="a")[0:2] = value
+        s.commit(f"{branch} writes")
+    code, _, err = _run(capsys, "merge", "dev")
+    assert code == 3
+    assert err.startswith(
+        "zarrlake: cannot merge 'dev' into 'main': both changed the same data. Add --solver ours "
+        "(keep 'main') or --solver theirs (take 'dev'), or change one side first\n  - chunk "
+        "conflict at a chunk (0,)"
+    )
+    assert "solver=" not in err

@@ -88,7 +88,7 @@ def test_diff_html_lists_nodes_and_draws_one_cell_per_changed_chunk(
     assert d._repr_html_().count("zl-map") >= 1
     text = display.diff_text(d, maps=True)
     assert "  ~ /temp (array)  chunks ~12" in text
-    assert "      .....~~~~" in text.splitlines()
+    assert "      .....~~~~..........." in text.splitlines()  # the whole 20-column grid
 
 
 def test_chunk_map_is_capped_for_large_grids(sqlite_repo: zarrlake.Repo) -> None:
@@ -118,10 +118,10 @@ def test_session_html_shows_branch_base_staged_changes_and_expiry(
     page = display.session_html(s)
     assert f"<code>{s.id}</code> on <code>dev</code>" in page
     assert lake["c1"] in page  # the base commit
-    assert "1 nodes, 4 chunks staged" in page
+    assert "1 node, 4 chunks staged" in page
     assert re.search(r"expires in (9 min \d+ s|10 min 0 s)", page)
     text = display.session_text(s)
-    assert "staged    1 nodes, 4 chunks" in text
+    assert "staged    1 node, 4 chunks" in text
     assert "(open)" in text
     s.abandon()
     assert "(abandoned)" in display.session_text(s)
@@ -218,12 +218,71 @@ def test_chunk_grids_make_the_map_span_the_whole_array(sqlite_repo: zarrlake.Rep
     s = sqlite_repo.writable_session()
     zarr.open_array(s.store, path="a")[0:10, 0:10] = 1
     d = sqlite_repo.diff(base, s.commit("one chunk"))
-    assert 'width="9" height="9"' in display.chunk_map_svg(d["a"])  # the change's extent only
+    # the diff knows the array's layout: the map spans the whole 6 x 4 chunk grid
+    assert 'width="80" height="120"' in display.chunk_map_svg(d["a"])  # 20 px cells
     grids = display.chunk_grids(sqlite_repo, d)
     assert grids == {"a": (6, 4)}
     page = display.diff_html(d, grids=grids)
-    assert 'width="36" height="54"' in page
+    assert 'width="80" height="120"' in page
     assert page.count('class="zl-added" x=') == 1
     text = display.diff_text(d, maps=True, grids=grids)
     assert "      +..." in text.splitlines()
     assert text.splitlines().count("      ....") == 5
+
+
+def test_the_diff_map_follows_the_axes_that_changed_in_coordinates(
+    sqlite_repo: zarrlake.Repo,
+) -> None:
+    """Two changed months of a monthly grid held in one lat/lon chunk: the map is drawn along
+    time (12 cells, 2 changed), labelled with dates, not folded into one square."""
+    import numpy as np
+    import pandas as pd
+    import xarray as xr
+
+    import zarrlake.xarray as zx
+
+    ds = xr.Dataset(
+        {"t": (("time", "lat", "lon"), np.zeros((12, 4, 8), dtype="f4"))},
+        coords={"time": pd.date_range("2025-01-01", periods=12, freq="MS")},
+    )
+    enc = {"t": {"chunks": (1, 4, 8)}}
+    first = zx.commit(ds, "a year", repo=sqlite_repo, group="g", encoding=enc)
+    ds["t"][2:4] = 1.0
+    second = zx.commit(
+        ds.isel(time=slice(2, 4))[["t"]],
+        "two months",
+        region={"time": slice(2, 4)},
+        repo=sqlite_repo,
+        group="g",
+    )
+    d = sqlite_repo.diff(str(first), str(second))
+    # the notebook repr (no repo at hand): the diff's own layout names the axes
+    text = display.chunk_map_text(d["g/t"])
+    assert text == ["..~~........", "(columns: time; lat, lon folded in)"]
+    # with the repo's coordinates, each cell is a month
+    axes = display.chunk_axes(sqlite_repo, d)
+    svg = display.chunk_map_svg(d["g/t"], axes["g/t"])
+    assert svg.count('class="zl-changed"') == 2
+    assert "<title>time 2025-03-01: changed</title>" in svg
+    assert "<title>time 2025-04-01: changed</title>" in svg
+    assert 'width="240" height="20"' in svg  # a strip of 12 cells of 20 px
+    assert "columns: time 2025-01-01 … 2025-12-01; lat, lon folded in" in display.diff_html(
+        d, grids=axes
+    )
+
+
+def test_the_map_draws_the_two_axes_that_vary_most() -> None:
+    from zarrlake.display.chunkmap import choose_axes
+
+    def marks(*coords: tuple[int, ...]) -> list[tuple[tuple[int, ...], str]]:
+        return [(c, "changed") for c in coords]
+
+    # lat and lon vary, time does not: a lat x lon map
+    assert choose_axes(marks((5, 0, 1), (5, 1, 2), (5, 2, 0)), (12, 3, 3)) == (1, 2)
+    # only time varies: time, beside the longest other axis
+    assert choose_axes(marks((2, 0, 0), (3, 0, 0)), (12, 1, 4)) == (0, 2)
+    # ... or alone, when every other axis is one chunk long
+    assert choose_axes(marks((2, 0, 0), (3, 0, 0)), (12, 1, 1)) == (None, 0)
+    # a long axis goes across rather than down
+    assert choose_axes(marks((0, 0), (99, 1)), (100, 2)) == (1, 0)
+    assert choose_axes(marks((3,)), (10,)) == (None, 0)

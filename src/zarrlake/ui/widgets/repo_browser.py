@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w  # type: ignore[import-untyped]
 
-from zarrlake.display import chunk_grids, commit_html, diff_html
+from zarrlake.display import chunk_axes, commit_html, diff_html
 from zarrlake.display._base import esc, fmt_time
 from zarrlake.errors import InvalidInputError, ZarrlakeError
 from zarrlake.types import redact_urls
@@ -175,7 +175,7 @@ class RepoBrowser(w.VBox):  # type: ignore[misc]
             base = against or (info.parents[0] if info.parents else None)
             if base is not None:
                 d = self.repo.diff(base, commit)
-                self.diff.value = diff_html(d, grids=chunk_grids(self.repo, d))
+                self.diff.value = diff_html(d, grids=chunk_axes(self.repo, d))
             else:
                 self.diff.value = "<i>the first commit: no parent to compare with</i>"
         except ZarrlakeError as exc:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import ipywidgets as w  # type: ignore[import-untyped]
 
-from zarrlake.display import staged_counts
+from zarrlake.display import staged_counts, staged_words
 from zarrlake.display._base import esc
 from zarrlake.errors import InvalidInputError, ZarrlakeError
 from zarrlake.types import redact_urls
@@ -84,12 +84,7 @@ class SessionWidget(w.VBox):  # type: ignore[misc]
             f"<code>{esc(s.base_commit[:10])}</code> &middot; "
         )
         counts = staged_counts(s) if status == "open" else {"nodes": 0, "chunks": 0, "keys": 0}
-        self.staged.value = (
-            "staged: unknown"
-            if counts is None
-            else f"staged: {counts['nodes']} nodes, {counts['chunks']} chunks"
-            + (f", {counts['keys']} other keys" if counts["keys"] else "")
-        )
+        self.staged.value = "staged: " + ("unknown" if counts is None else staged_words(counts))
         closed = status != "open"
         self.extend_button.disabled = self.abandon_button.disabled = closed
         self.extend_by.disabled = closed
