@@ -254,6 +254,19 @@ pull_events = sa.Table(
 )
 
 
+# Webhooks (version 7): URLs that receive a signed JSON POST for each commit, merge or pull
+# request event of the repo (events: JSON list). The secret signs the body (HMAC-SHA256).
+webhooks = sa.Table(
+    "zl_webhooks",
+    metadata,
+    sa.Column("repo_id", sa.Integer, primary_key=True),
+    sa.Column("url", sa.String(1024), primary_key=True),
+    sa.Column("secret", sa.Text, nullable=False),
+    sa.Column("events", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+
 def tune_storage(conn: sa.Connection) -> None:
     """On PostgreSQL 14 and later, compress catalog nodes with lz4 rather than pglz: measured
     on a one-chunk commit, pglz spent 3.5 of the commit statement's 8 ms compressing the

@@ -10,6 +10,7 @@ import zarrlake.history as history
 from zarrlake.core import RepoCore
 from zarrlake.core.checks import run_checks
 from zarrlake.core.gate import load_gate
+from zarrlake.core.webhooks import deliver
 from zarrlake.errors import NotFoundError, PullRequestError, ZarrlakeError
 from zarrlake.history.merging import merge_proposal
 from zarrlake.model.preview import MergePreview
@@ -36,9 +37,26 @@ def open_pull_request(
         )
     head = history.ref_commit(core, source, "branch")
     history.ref_commit(core, target, "branch")
-    return PullRequest(
+    pr = PullRequest(
         core, core.catalog.pulls.open(source, target, title, description, author, head)
     )
+    _tell(core, pr.record, "opened", author)
+    return pr
+
+
+def _tell(core: RepoCore, r: PullRecord, action: str, actor: str, body: str = "") -> None:
+    """Queue a ``pull_request`` webhook delivery (never waited for)."""
+    hooks = core.catalog.rules.webhooks()
+    if hooks:
+        deliver(
+            hooks,
+            "pull_request",
+            {
+                "repo": core.name, "action": action, "actor": actor, "body": body,
+                "number": r.number, "title": r.title, "source": r.source,
+                "target": r.target, "state": r.state, "merge_commit": r.merge_commit,
+            },
+        )  # fmt: skip
 
 
 class PullRequest:
@@ -154,7 +172,7 @@ class PullRequest:
 
     def requirements(self) -> BranchRule | None:
         """The target's protection (required checks and approvals), or ``None``."""
-        return self._core.catalog.rules.for_branch(self.target)[1]
+        return self._core.catalog.rules.for_branch(self.target).rule
 
     # -- what can be done ---------------------------------------------------------------------
 
@@ -163,6 +181,7 @@ class PullRequest:
         if not body.strip():
             raise PullRequestError("a comment needs some text")
         self._core.catalog.pulls.add_event(self.number, "comment", author, body)
+        self._tell("commented", author, body)
 
     def approve(self, *, by: str) -> None:
         """Approve the source's current head. The author cannot approve their own pull
@@ -179,6 +198,7 @@ class PullRequest:
                 f"pull request #{self.number} is {current.state}; it takes no approvals"
             )
         self._core.catalog.pulls.add_event(self.number, "approve", by, "", self._live_head())
+        self._tell("approved", by)
 
     def merge(self, *, author: str, message: str | None = None, timeout: float = 120.0) -> str:
         """Merge the source's head into the target; returns the merge commit.
@@ -219,6 +239,7 @@ class PullRequest:
             pull=self.number,
         )
         self._record = self._core.catalog.pulls.get(self.number)
+        self._tell("merged", author)
         return done
 
     def close(self, *, by: str) -> None:
@@ -226,6 +247,15 @@ class PullRequest:
         validate_text(by, "closer")
         self._core.catalog.pulls.close(self.number, by)
         self._record = self._core.catalog.pulls.get(self.number)
+        self._tell("closed", by)
+
+    def _tell(self, action: str, actor: str, body: str = "") -> None:
+        _tell(self._core, self._record, action, actor, body)
+
+    @property
+    def record(self) -> PullRecord:
+        """The catalog's record of this pull request, as loaded."""
+        return self._record
 
     def _live_head(self) -> str:
         head = self.head()

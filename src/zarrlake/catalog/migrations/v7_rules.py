@@ -1,16 +1,16 @@
-"""Version 7: checks, protected branches and pull requests (``zl_checks``,
-``zl_branch_rules``, ``zl_pulls``, ``zl_pull_events``)."""
+"""Version 7: checks, protected branches, pull requests and webhooks (``zl_checks``,
+``zl_branch_rules``, ``zl_pulls``, ``zl_pull_events``, ``zl_webhooks``)."""
 
 from __future__ import annotations
 
 import sqlalchemy as sa
 
-from zarrlake.catalog.schema import branch_rules, checks, pull_events, pulls
+from zarrlake.catalog.schema import branch_rules, checks, pull_events, pulls, webhooks
 
 VERSION = 7
-ADDS = "checks on commits and merges, protected branches, pull requests"
+ADDS = "checks on commits and merges, protected branches, pull requests, webhooks"
 
 
 def upgrade(conn: sa.Connection) -> None:
-    for table in (checks, branch_rules, pulls, pull_events):
+    for table in (checks, branch_rules, pulls, pull_events, webhooks):
         table.create(conn)
