@@ -225,6 +225,12 @@ class PullRequest:
                 f"pull request #{self.number} needs {need} approval(s) of the source's head "
                 f"{head[:10]}, it has {len(have)}{note if stale else ''}; ask a reviewer"
             )
+        target = history.ref_commit(self._core, self.target, "branch")
+        if history.merge_base(self._core, head, target) == head:
+            raise PullRequestError(
+                f"{self.target!r} already contains {self.source!r} at {head[:10]}: nothing to "
+                f"merge; close pull request #{self.number}"
+            )
         done = history.merge(
             self._core,
             head,
