@@ -139,12 +139,11 @@ class PullRequest:
         head = self._live_head()
         target = history.ref_commit(self._core, self.target, "branch")
         base = history.merge_base(self._core, head, target)
-        out: list[CommitInfo] = []
-        for c in history.log(self._core, head, None):
-            if c.id == base or (limit is not None and len(out) >= limit):
-                break
-            out.append(c)
-        return out
+        found = None if base is None else self._core.catalog.commits.between(base, head)
+        if found is None:  # not a first-parent descendant of the base: walk a page
+            found = self._core.catalog.commits.ancestry(head, limit)[::-1]
+        rows = found[::-1]
+        return [r.info() for r in (rows if limit is None else rows[:limit])]
 
     def preview(self) -> MergePreview:
         """What merging would do now (the engine's dry run): outcome, conflicts, changes."""
