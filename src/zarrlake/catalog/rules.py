@@ -136,12 +136,13 @@ class RuleQueries(Scoped):
         if gone == 0:
             raise NotFoundError(f"no webhook at {url!r}")
 
-    def for_branch(self, branch: str) -> BranchRules:
+    def for_branch(self, branch: str, *, hooks: bool = True) -> BranchRules:
         """Every check (the caller filters by event and branch pattern), the branch's
-        protection and the webhooks: one statement, as every commit asks."""
+        protection and (with ``hooks``) the webhooks: one statement, as every commit asks.
+        Without ``hooks``, ``zl_webhooks`` (which holds secrets) is not read."""
         rid = self.repo_id
         direct = sa.case((branch_rules.c.allow_direct, "1"), else_="0")
-        q = sa.union_all(
+        parts = [
             sa.select(
                 sa.literal("c").label("k"),
                 checks.c.name,
@@ -156,14 +157,18 @@ class RuleQueries(Scoped):
                 sa.cast(branch_rules.c.required_approvals, sa.Text).label("b"),
                 direct.label("c"),
             ).where(branch_rules.c.repo_id == rid, branch_rules.c.branch == branch),
-            sa.select(
-                sa.literal("h").label("k"),
-                sa.cast(webhooks.c.url, sa.Text).label("name"),
-                webhooks.c.secret.label("a"),
-                webhooks.c.events.label("b"),
-                sa.literal("").label("c"),
-            ).where(webhooks.c.repo_id == rid),
-        )
+        ]
+        if hooks:
+            parts.append(
+                sa.select(
+                    sa.literal("h").label("k"),
+                    sa.cast(webhooks.c.url, sa.Text).label("name"),
+                    webhooks.c.secret.label("a"),
+                    webhooks.c.events.label("b"),
+                    sa.literal("").label("c"),
+                ).where(webhooks.c.repo_id == rid)
+            )
+        q = sa.union_all(*parts)
         with self.db.read() as conn:
             rows = conn.execute(q).all()
         specs = sorted(
@@ -178,10 +183,10 @@ class RuleQueries(Scoped):
             ),
             None,
         )
-        hooks = tuple(
+        found = tuple(
             sorted(
                 (Webhook(r.name, r.a, tuple(json.loads(r.b))) for r in rows if r.k == "h"),
                 key=lambda h: h.url,
             )
         )
-        return BranchRules(tuple(specs), rule, hooks)
+        return BranchRules(tuple(specs), rule, found)

@@ -39,11 +39,13 @@ class Gate:
     hooks: tuple[Webhook, ...] = ()
 
 
-def load_gate(core: RepoCore, branch: str, event: str, *, pull: bool = False) -> Gate:
+def load_gate(
+    core: RepoCore, branch: str, event: str, *, pull: bool = False, hooks: bool = True
+) -> Gate:
     """The gate of ``branch`` for ``event`` (one catalog read). A direct commit or merge on
     a protected branch is refused here; a pull request's merge (``pull``) also runs the
     branch's required checks, which must exist."""
-    rules = core.catalog.rules.for_branch(branch)
+    rules = core.catalog.rules.for_branch(branch, hooks=hooks)
     specs, rule = rules.checks, rules.rule
     if rule is not None and not rule.allow_direct_commits and not pull:
         raise _refusal(branch, "a direct commit" if event == "commit" else "a direct merge")
@@ -62,7 +64,7 @@ def load_gate(core: RepoCore, branch: str, event: str, *, pull: bool = False) ->
 
 def refuse_protected(core: RepoCore, branch: str, what: str) -> None:
     """Refuse a reset or delete of a protected branch."""
-    if core.catalog.rules.for_branch(branch).rule is not None:
+    if core.catalog.rules.for_branch(branch, hooks=False).rule is not None:
         raise _refusal(branch, what)
 
 

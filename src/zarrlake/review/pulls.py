@@ -157,7 +157,7 @@ class PullRequest:
         A required check that is not defined is reported as failed."""
         rule = self.requirements()
         try:
-            gate = load_gate(self._core, self.target, "merge", pull=True)
+            gate = load_gate(self._core, self.target, "merge", pull=True, hooks=False)
         except PullRequestError as exc:
             names = rule.required_checks if rule is not None else ()
             return [CheckResult(n, False, str(exc)) for n in names]
@@ -171,7 +171,7 @@ class PullRequest:
 
     def requirements(self) -> BranchRule | None:
         """The target's protection (required checks and approvals), or ``None``."""
-        return self._core.catalog.rules.for_branch(self.target).rule
+        return self._core.catalog.rules.for_branch(self.target, hooks=False).rule
 
     # -- what can be done ---------------------------------------------------------------------
 

@@ -67,7 +67,7 @@ class MemoryRules:
             if self._hooks.pop(url, None) is None:
                 raise NotFoundError(f"no webhook at {url!r}")
 
-    def for_branch(self, branch: str) -> BranchRules:
+    def for_branch(self, branch: str, *, hooks: bool = True) -> BranchRules:
         with self._lock:
             return BranchRules(
                 tuple(self._checks[k] for k in sorted(self._checks)),
