@@ -59,7 +59,7 @@ SOURCES = {
     4: "98874cf",
     5: "1397a38",
     6: "fb66550",
-    7: "ac7a7f5",
+    7: "18f7ea3",
 }
 PLACEHOLDER = "@@STORAGE@@"
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 __all__ = ["SCHEMA_VERSION", "metadata", "tune_storage"]
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 metadata = sa.MetaData()
 
@@ -254,7 +254,7 @@ pull_events = sa.Table(
 )
 
 
-# Webhooks (version 7): URLs that receive a signed JSON POST for each commit, merge or pull
+# Webhooks (version 8): URLs that receive a signed JSON POST for each commit, merge or pull
 # request event of the repo (events: JSON list). The secret signs the body (HMAC-SHA256).
 webhooks = sa.Table(
     "zl_webhooks",
