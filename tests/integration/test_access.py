@@ -46,6 +46,7 @@ def _check_refused(reader: zarrlake.Repo, head: str) -> None:
     assert reader.log()[0].id == head
     assert [c.name for c in reader.checks()] == ["gate"]
     assert [p.title for p in reader.pull_requests()] == ["review me"]
+    assert [r.name for r in reader.pull_request(1).checks()] == ["gate"]
     assert [e.commit.id for e in reader.changes(branch="main")][-1] == head
     for write in WRITES:
         with pytest.raises(zarrlake.PermissionDeniedError, match="refuses writes"):
@@ -94,6 +95,8 @@ def test_a_postgres_role_without_write_rights(reader_role: str, tmp_path: Path) 
     admin = sa.create_engine(PG_URL)
     with admin.begin() as conn:  # the tables exist now, whichever test made them first
         conn.execute(sa.text(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {reader_role}"))
+        # webhook secrets are for the roles that write (docs/checks.md)
+        conn.execute(sa.text(f"REVOKE SELECT ON zl_webhooks FROM {reader_role}"))
     admin.dispose()
     url = sa.make_url(PG_URL).set(username=reader_role).render_as_string(hide_password=False)
     reader = zarrlake.Repo.open(catalog=url, name=name)

@@ -40,6 +40,7 @@ ADDED_TABLES = {
     4: {"zl_moved"},
     6: {"zl_virtual_sources"},
     7: {"zl_checks", "zl_branch_rules", "zl_pulls", "zl_pull_events"},
+    8: {"zl_webhooks"},
 }
 ADDED_STAGED = {4: {"pack", "pack_offset"}, 5: {"crc"}, 6: {"source"}}
 

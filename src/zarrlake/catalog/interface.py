@@ -14,7 +14,14 @@ from zarrlake.model.records import (
     StagedEntry,
     StagedKind,
 )
-from zarrlake.model.rules import BranchRule, CheckSpec, PullEvent, PullRecord
+from zarrlake.model.rules import (
+    BranchRule,
+    BranchRules,
+    CheckSpec,
+    PullEvent,
+    PullRecord,
+    Webhook,
+)
 from zarrlake.types import ChunkCoords, RefLogEntry, SessionInfo
 
 __all__ = [
@@ -173,7 +180,7 @@ class SourceStore(Protocol):
 
 
 class RuleStore(Protocol):
-    """Checks that gate commits and merges, and protected branches."""
+    """Checks that gate commits and merges, protected branches, webhooks."""
 
     def checks(self) -> list[CheckSpec]: ...
     def add_check(self, spec: CheckSpec, *, replace: bool) -> None: ...
@@ -181,7 +188,10 @@ class RuleStore(Protocol):
     def protections(self) -> list[BranchRule]: ...
     def protect(self, rule: BranchRule) -> None: ...
     def unprotect(self, branch: str) -> None: ...
-    def for_branch(self, branch: str) -> tuple[list[CheckSpec], BranchRule | None]: ...
+    def webhooks(self) -> list[Webhook]: ...
+    def add_webhook(self, hook: Webhook) -> None: ...
+    def remove_webhook(self, url: str) -> None: ...
+    def for_branch(self, branch: str, *, hooks: bool = True) -> BranchRules: ...
 
 
 class PullStore(Protocol):

@@ -1,4 +1,5 @@
-"""A repo's rules: the checks that gate commits and merges, and protected branches."""
+"""A repo's rules: the checks that gate commits and merges, protected branches, and the
+webhooks told of its events."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ import json
 import sqlalchemy as sa
 
 from zarrlake.catalog.db import Scoped
-from zarrlake.catalog.schema import branch_rules, checks
+from zarrlake.catalog.schema import branch_rules, checks, webhooks
 from zarrlake.errors import AlreadyExistsError, NotFoundError
-from zarrlake.model.rules import BranchRule, CheckSpec
+from zarrlake.model.rules import BranchRule, BranchRules, CheckSpec, Webhook
 
 __all__ = ["RuleQueries"]
 
@@ -106,12 +107,42 @@ class RuleQueries(Scoped):
         if gone == 0:
             raise NotFoundError(f"branch {branch!r} is not protected")
 
-    def for_branch(self, branch: str) -> tuple[list[CheckSpec], BranchRule | None]:
-        """Every check (the caller filters by event and branch pattern) and the branch's
-        protection: one statement, as every commit asks."""
+    def webhooks(self) -> list[Webhook]:
+        with self.db.read() as conn:
+            rows = conn.execute(
+                sa.select(webhooks)
+                .where(webhooks.c.repo_id == self.repo_id)
+                .order_by(webhooks.c.url)
+            ).all()
+        return [Webhook(r.url, r.secret, tuple(json.loads(r.events))) for r in rows]
+
+    def add_webhook(self, hook: Webhook) -> None:
+        """Add a webhook, or replace the one at its URL."""
+        rid = self.repo_id
+        values = {"secret": hook.secret, "events": json.dumps(list(hook.events))}
+        where = (webhooks.c.repo_id == rid, webhooks.c.url == hook.url)
+        with self.db.tx(write=True) as conn:
+            now = self.db.now(conn)
+            if conn.execute(sa.update(webhooks).where(*where).values(**values)).rowcount == 0:
+                conn.execute(
+                    sa.insert(webhooks).values(repo_id=rid, url=hook.url, created_at=now, **values)
+                )
+
+    def remove_webhook(self, url: str) -> None:
+        with self.db.tx(write=True) as conn:
+            gone = conn.execute(
+                sa.delete(webhooks).where(webhooks.c.repo_id == self.repo_id, webhooks.c.url == url)
+            ).rowcount
+        if gone == 0:
+            raise NotFoundError(f"no webhook at {url!r}")
+
+    def for_branch(self, branch: str, *, hooks: bool = True) -> BranchRules:
+        """Every check (the caller filters by event and branch pattern), the branch's
+        protection and (with ``hooks``) the webhooks: one statement, as every commit asks.
+        Without ``hooks``, ``zl_webhooks`` (which holds secrets) is not read."""
         rid = self.repo_id
         direct = sa.case((branch_rules.c.allow_direct, "1"), else_="0")
-        q = sa.union_all(
+        parts = [
             sa.select(
                 sa.literal("c").label("k"),
                 checks.c.name,
@@ -126,7 +157,18 @@ class RuleQueries(Scoped):
                 sa.cast(branch_rules.c.required_approvals, sa.Text).label("b"),
                 direct.label("c"),
             ).where(branch_rules.c.repo_id == rid, branch_rules.c.branch == branch),
-        )
+        ]
+        if hooks:
+            parts.append(
+                sa.select(
+                    sa.literal("h").label("k"),
+                    sa.cast(webhooks.c.url, sa.Text).label("name"),
+                    webhooks.c.secret.label("a"),
+                    webhooks.c.events.label("b"),
+                    sa.literal("").label("c"),
+                ).where(webhooks.c.repo_id == rid)
+            )
+        q = sa.union_all(*parts)
         with self.db.read() as conn:
             rows = conn.execute(q).all()
         specs = sorted(
@@ -141,4 +183,10 @@ class RuleQueries(Scoped):
             ),
             None,
         )
-        return specs, rule
+        found = tuple(
+            sorted(
+                (Webhook(r.name, r.a, tuple(json.loads(r.b))) for r in rows if r.k == "h"),
+                key=lambda h: h.url,
+            )
+        )
+        return BranchRules(tuple(specs), rule, found)

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 __all__ = ["SCHEMA_VERSION", "metadata", "tune_storage"]
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 metadata = sa.MetaData()
 
@@ -251,6 +251,19 @@ pull_events = sa.Table(
     sa.Column("commit_id", Id, nullable=True),
     sa.Column("at", sa.Float, nullable=False),
     sa.Index("zl_pull_events_pull", "repo_id", "number", "id"),
+)
+
+
+# Webhooks (version 8): URLs that receive a signed JSON POST for each commit, merge or pull
+# request event of the repo (events: JSON list). The secret signs the body (HMAC-SHA256).
+webhooks = sa.Table(
+    "zl_webhooks",
+    metadata,
+    sa.Column("repo_id", sa.Integer, primary_key=True),
+    sa.Column("url", sa.String(1024), primary_key=True),
+    sa.Column("secret", sa.Text, nullable=False),
+    sa.Column("events", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
 )
 
 

@@ -6,11 +6,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from zarrlake.core.gate import PULL_KEY, judge, load_gate
+from zarrlake.core.gate import CHECKS_KEY, PULL_KEY, judge, load_gate
 from zarrlake.core.proposal import Proposal
 from zarrlake.core.repo_core import RepoCore
+from zarrlake.core.webhooks import deliver
 from zarrlake.errors import EmptyCommitError
-from zarrlake.model import Root, StagedState, build_snapshot, content_hash
+from zarrlake.model import ChangeSet, Root, StagedState, build_snapshot, content_hash
 from zarrlake.model.overlay import Overlay
 from zarrlake.model.records import CommitRecord
 from zarrlake.types import new_commit_id
@@ -110,8 +111,29 @@ def publish_commit(
         return None
     if done != row.id:
         return BuiltCommit(done, None)
+    if gate.hooks:
+        deliver(gate.hooks, event, _event_payload(core, branch, row, result.changes))
     for h, (kind, data) in blobs.items():
         if kind != "root":
             reader.prime(h, kind, data)
     reader.prime_root(result.root_hash, result.root)
     return BuiltCommit(row.id, result.root)
+
+
+def _event_payload(
+    core: RepoCore, branch: str, row: CommitRecord, changes: ChangeSet
+) -> dict[str, Any]:
+    """What a webhook is told of a commit that landed."""
+    return {
+        "repo": core.name,
+        "branch": branch,
+        "commit": row.id,
+        "parents": [p for p in (row.parent_id, row.merge_parent_id) if p],
+        "author": row.author,
+        "message": row.message,
+        "checks": row.meta.get(CHECKS_KEY, {}),
+        "pull_request": row.meta.get(PULL_KEY),
+        "arrays": {
+            p: len(c.chunks) for p, c in sorted(changes.nodes.items()) if c.node_type == "array"
+        },
+    }

@@ -11,7 +11,7 @@ from zarrlake.core.checks import run_checks
 from zarrlake.core.proposal import Proposal
 from zarrlake.core.repo_core import RepoCore
 from zarrlake.errors import CheckFailedError, CheckFailure, ProtectedBranchError, PullRequestError
-from zarrlake.model.rules import BranchRule, CheckResult, CheckSpec
+from zarrlake.model.rules import BranchRule, CheckResult, CheckSpec, Webhook
 
 __all__ = ["CHECKS_KEY", "PULL_KEY", "Gate", "judge", "load_gate", "refuse_protected"]
 
@@ -36,13 +36,17 @@ class Gate:
     event: str
     checks: tuple[CheckSpec, ...]
     rule: BranchRule | None
+    hooks: tuple[Webhook, ...] = ()
 
 
-def load_gate(core: RepoCore, branch: str, event: str, *, pull: bool = False) -> Gate:
+def load_gate(
+    core: RepoCore, branch: str, event: str, *, pull: bool = False, hooks: bool = True
+) -> Gate:
     """The gate of ``branch`` for ``event`` (one catalog read). A direct commit or merge on
     a protected branch is refused here; a pull request's merge (``pull``) also runs the
     branch's required checks, which must exist."""
-    specs, rule = core.catalog.rules.for_branch(branch)
+    rules = core.catalog.rules.for_branch(branch, hooks=hooks)
+    specs, rule = rules.checks, rules.rule
     if rule is not None and not rule.allow_direct_commits and not pull:
         raise _refusal(branch, "a direct commit" if event == "commit" else "a direct merge")
     run = [s for s in specs if s.applies(branch, event)]
@@ -55,13 +59,12 @@ def load_gate(core: RepoCore, branch: str, event: str, *, pull: bool = False) ->
                 "defined; add them (repo.add_check) or change the protection"
             )
         run += [by_name[n] for n in rule.required_checks if by_name[n] not in run]
-    return Gate(branch, event, tuple(run), rule)
+    return Gate(branch, event, tuple(run), rule, rules.hooks)
 
 
 def refuse_protected(core: RepoCore, branch: str, what: str) -> None:
     """Refuse a reset or delete of a protected branch."""
-    _, rule = core.catalog.rules.for_branch(branch)
-    if rule is not None:
+    if core.catalog.rules.for_branch(branch, hooks=False).rule is not None:
         raise _refusal(branch, what)
 
 

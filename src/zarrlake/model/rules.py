@@ -20,11 +20,14 @@ from zarrlake.types import validate_name, validate_text
 __all__ = [
     "BUILTIN_KINDS",
     "EVENTS",
+    "HOOK_EVENTS",
     "BranchRule",
+    "BranchRules",
     "CheckResult",
     "CheckSpec",
     "PullEvent",
     "PullRecord",
+    "Webhook",
     "custom",
     "frozen_schema",
     "max_chunks",
@@ -232,6 +235,29 @@ class BranchRule:
     required_checks: tuple[str, ...] = ()
     required_approvals: int = 0
     allow_direct_commits: bool = False
+
+
+HOOK_EVENTS = ("commit", "merge", "pull_request")
+
+
+@dataclass(frozen=True, slots=True)
+class Webhook:
+    """A URL that receives a JSON POST, signed with ``secret`` (HMAC-SHA256), for each of
+    the repo's ``events`` (``"commit"``, ``"merge"``, ``"pull_request"``)."""
+
+    url: str
+    secret: str = field(repr=False)
+    events: tuple[str, ...] = HOOK_EVENTS
+
+
+@dataclass(frozen=True, slots=True)
+class BranchRules:
+    """What one commit on a branch reads of the repo's rules (in one statement): every
+    check, the branch's protection, and the webhooks to tell."""
+
+    checks: tuple[CheckSpec, ...] = ()
+    rule: BranchRule | None = None
+    hooks: tuple[Webhook, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,7 +76,9 @@ def changes(core: RepoCore, since: str | datetime | None, branch: str) -> Iterat
     after_id: str | None = None
     after_ts: float | None = None
     if isinstance(since, datetime):
-        after_ts = to_timestamp(since, "since")
+        # times are shown rounded to the microsecond (datetime's resolution): a time copied
+        # from a commit means "after that commit", as in the ref log's lookups
+        after_ts = to_timestamp(since, "since") + 1e-6
     elif isinstance(since, str):
         after_id = history.resolve_ref(core, since)
         after_ts = core.catalog.commits.get(after_id).created_at

@@ -10,6 +10,7 @@ import zarrlake.history as history
 from zarrlake.core import RepoCore
 from zarrlake.core.checks import run_checks
 from zarrlake.core.gate import load_gate
+from zarrlake.core.webhooks import deliver
 from zarrlake.errors import NotFoundError, PullRequestError, ZarrlakeError
 from zarrlake.history.merging import merge_proposal
 from zarrlake.model.preview import MergePreview
@@ -36,9 +37,26 @@ def open_pull_request(
         )
     head = history.ref_commit(core, source, "branch")
     history.ref_commit(core, target, "branch")
-    return PullRequest(
+    pr = PullRequest(
         core, core.catalog.pulls.open(source, target, title, description, author, head)
     )
+    _tell(core, pr.record, "opened", author)
+    return pr
+
+
+def _tell(core: RepoCore, r: PullRecord, action: str, actor: str, body: str = "") -> None:
+    """Queue a ``pull_request`` webhook delivery (never waited for)."""
+    hooks = core.catalog.rules.webhooks()
+    if hooks:
+        deliver(
+            hooks,
+            "pull_request",
+            {
+                "repo": core.name, "action": action, "actor": actor, "body": body,
+                "number": r.number, "title": r.title, "source": r.source,
+                "target": r.target, "state": r.state, "merge_commit": r.merge_commit,
+            },
+        )  # fmt: skip
 
 
 class PullRequest:
@@ -121,12 +139,11 @@ class PullRequest:
         head = self._live_head()
         target = history.ref_commit(self._core, self.target, "branch")
         base = history.merge_base(self._core, head, target)
-        out: list[CommitInfo] = []
-        for c in history.log(self._core, head, None):
-            if c.id == base or (limit is not None and len(out) >= limit):
-                break
-            out.append(c)
-        return out
+        found = None if base is None else self._core.catalog.commits.between(base, head)
+        if found is None:  # not a first-parent descendant of the base: walk a page
+            found = self._core.catalog.commits.ancestry(head, limit)[::-1]
+        rows = found[::-1]
+        return [r.info() for r in (rows if limit is None else rows[:limit])]
 
     def preview(self) -> MergePreview:
         """What merging would do now (the engine's dry run): outcome, conflicts, changes."""
@@ -140,7 +157,7 @@ class PullRequest:
         A required check that is not defined is reported as failed."""
         rule = self.requirements()
         try:
-            gate = load_gate(self._core, self.target, "merge", pull=True)
+            gate = load_gate(self._core, self.target, "merge", pull=True, hooks=False)
         except PullRequestError as exc:
             names = rule.required_checks if rule is not None else ()
             return [CheckResult(n, False, str(exc)) for n in names]
@@ -154,7 +171,7 @@ class PullRequest:
 
     def requirements(self) -> BranchRule | None:
         """The target's protection (required checks and approvals), or ``None``."""
-        return self._core.catalog.rules.for_branch(self.target)[1]
+        return self._core.catalog.rules.for_branch(self.target, hooks=False).rule
 
     # -- what can be done ---------------------------------------------------------------------
 
@@ -163,6 +180,7 @@ class PullRequest:
         if not body.strip():
             raise PullRequestError("a comment needs some text")
         self._core.catalog.pulls.add_event(self.number, "comment", author, body)
+        self._tell("commented", author, body)
 
     def approve(self, *, by: str) -> None:
         """Approve the source's current head. The author cannot approve their own pull
@@ -179,6 +197,7 @@ class PullRequest:
                 f"pull request #{self.number} is {current.state}; it takes no approvals"
             )
         self._core.catalog.pulls.add_event(self.number, "approve", by, "", self._live_head())
+        self._tell("approved", by)
 
     def merge(self, *, author: str, message: str | None = None, timeout: float = 120.0) -> str:
         """Merge the source's head into the target; returns the merge commit.
@@ -205,6 +224,12 @@ class PullRequest:
                 f"pull request #{self.number} needs {need} approval(s) of the source's head "
                 f"{head[:10]}, it has {len(have)}{note if stale else ''}; ask a reviewer"
             )
+        target = history.ref_commit(self._core, self.target, "branch")
+        if history.merge_base(self._core, head, target) == head:
+            raise PullRequestError(
+                f"{self.target!r} already contains {self.source!r} at {head[:10]}: nothing to "
+                f"merge; close pull request #{self.number}"
+            )
         done = history.merge(
             self._core,
             head,
@@ -219,6 +244,7 @@ class PullRequest:
             pull=self.number,
         )
         self._record = self._core.catalog.pulls.get(self.number)
+        self._tell("merged", author)
         return done
 
     def close(self, *, by: str) -> None:
@@ -226,6 +252,15 @@ class PullRequest:
         validate_text(by, "closer")
         self._core.catalog.pulls.close(self.number, by)
         self._record = self._core.catalog.pulls.get(self.number)
+        self._tell("closed", by)
+
+    def _tell(self, action: str, actor: str, body: str = "") -> None:
+        _tell(self._core, self._record, action, actor, body)
+
+    @property
+    def record(self) -> PullRecord:
+        """The catalog's record of this pull request, as loaded."""
+        return self._record
 
     def _live_head(self) -> str:
         head = self.head()

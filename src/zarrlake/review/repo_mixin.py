@@ -9,10 +9,18 @@ from datetime import datetime
 from zarrlake.core import RepoCore
 from zarrlake.core.checks import find_custom
 from zarrlake.errors import InvalidInputError
-from zarrlake.model.rules import BUILTIN_KINDS, EVENTS, BranchRule, CheckSpec, custom
+from zarrlake.model.rules import (
+    BUILTIN_KINDS,
+    EVENTS,
+    HOOK_EVENTS,
+    BranchRule,
+    CheckSpec,
+    Webhook,
+    custom,
+)
 from zarrlake.review.feed import ChangeEvent, changes
 from zarrlake.review.pulls import STATES, PullRequest, open_pull_request
-from zarrlake.types import default_author, validate_name
+from zarrlake.types import default_author, validate_name, validate_text
 
 __all__ = ["ReviewMixin"]
 
@@ -153,6 +161,51 @@ class ReviewMixin:
         if isinstance(number, bool) or not isinstance(number, int):
             raise InvalidInputError(f"a pull request number is an int, got {number!r}")
         return PullRequest(self._core, self._core.catalog.pulls.get(number))
+
+    # -- webhooks -------------------------------------------------------------------------
+
+    def add_webhook(
+        self,
+        url: str,
+        *,
+        secret: str | None = None,
+        events: Sequence[str] | str = HOOK_EVENTS,
+    ) -> str:
+        """POST a JSON document to ``url`` (``http://`` or ``https://``) for each of
+        ``events`` (``"commit"``, ``"merge"``, ``"pull_request"``) of this repo, from any
+        process that makes one. The body is signed with ``secret`` (HMAC-SHA256, header
+        ``X-Zarrlake-Signature``); without one, a random secret is made. Returns the secret.
+        Deliveries are retried with backoff and never hold a commit back. Adding a webhook
+        at a URL again replaces it."""
+        from urllib.parse import urlsplit
+
+        text = validate_text(url, "webhook URL")
+        parts = urlsplit(text)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise InvalidInputError(
+                f"a webhook URL is http:// or https:// with a host, got {url!r}"
+            )
+        names = (events,) if isinstance(events, str) else tuple(events)
+        unknown = [e for e in names if e not in HOOK_EVENTS]
+        if unknown or not names:
+            raise InvalidInputError(
+                f"events must name one or more of {', '.join(HOOK_EVENTS)}; got {list(names)!r}"
+            )
+        if secret is None:
+            import secrets
+
+            secret = secrets.token_hex(32)
+        elif not isinstance(secret, str) or len(secret) < 16:
+            raise InvalidInputError("a webhook secret is a string of at least 16 characters")
+        self._core.catalog.rules.add_webhook(Webhook(text, secret, tuple(dict.fromkeys(names))))
+        return secret
+
+    def webhooks(self) -> list[tuple[str, tuple[str, ...]]]:
+        """(URL, events) of each webhook (secrets are never shown)."""
+        return [(h.url, h.events) for h in self._core.catalog.rules.webhooks()]
+
+    def remove_webhook(self, url: str) -> None:
+        self._core.catalog.rules.remove_webhook(validate_text(url, "webhook URL"))
 
     # -- change feed ----------------------------------------------------------------------
 

@@ -7,7 +7,14 @@ from __future__ import annotations
 import threading
 
 from zarrlake.errors import AlreadyExistsError, CatalogError, NotFoundError
-from zarrlake.model.rules import BranchRule, CheckSpec, PullEvent, PullRecord
+from zarrlake.model.rules import (
+    BranchRule,
+    BranchRules,
+    CheckSpec,
+    PullEvent,
+    PullRecord,
+    Webhook,
+)
 
 __all__ = ["MemoryPulls", "MemoryRules"]
 
@@ -17,6 +24,7 @@ class MemoryRules:
         self._lock = threading.Lock()
         self._checks: dict[str, CheckSpec] = {}
         self._rules: dict[str, BranchRule] = {}
+        self._hooks: dict[str, Webhook] = {}
 
     def checks(self) -> list[CheckSpec]:
         with self._lock:
@@ -46,9 +54,26 @@ class MemoryRules:
             if self._rules.pop(branch, None) is None:
                 raise NotFoundError(f"branch {branch!r} is not protected")
 
-    def for_branch(self, branch: str) -> tuple[list[CheckSpec], BranchRule | None]:
+    def webhooks(self) -> list[Webhook]:
         with self._lock:
-            return [self._checks[k] for k in sorted(self._checks)], self._rules.get(branch)
+            return [self._hooks[k] for k in sorted(self._hooks)]
+
+    def add_webhook(self, hook: Webhook) -> None:
+        with self._lock:
+            self._hooks[hook.url] = hook
+
+    def remove_webhook(self, url: str) -> None:
+        with self._lock:
+            if self._hooks.pop(url, None) is None:
+                raise NotFoundError(f"no webhook at {url!r}")
+
+    def for_branch(self, branch: str, *, hooks: bool = True) -> BranchRules:
+        with self._lock:
+            return BranchRules(
+                tuple(self._checks[k] for k in sorted(self._checks)),
+                self._rules.get(branch),
+                tuple(self._hooks[k] for k in sorted(self._hooks)),
+            )
 
 
 class MemoryPulls:

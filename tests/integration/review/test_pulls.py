@@ -193,3 +193,12 @@ def test_two_pull_requests_merged_at_once_one_wins_the_other_must_update(
         assert team.pull_requests() == []
     finally:
         next(gen, None)
+
+
+def test_a_source_already_in_the_target_has_nothing_to_merge(team: zarrlake.Repo) -> None:
+    team.create_branch("same", "main")
+    pr = team.open_pull_request("same", "main", title="Nothing new", author="ana")
+    pr.approve(by="bo")
+    with pytest.raises(zarrlake.PullRequestError, match="already contains 'same'"):
+        pr.merge(author="ana")
+    assert pr.refresh().state == "open"

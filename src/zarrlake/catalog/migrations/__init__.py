@@ -20,6 +20,7 @@ from zarrlake.catalog.migrations import (
     v5_checksums,
     v6_virtual_sources,
     v7_rules,
+    v8_webhooks,
 )
 
 __all__ = ["MIGRATIONS", "run"]
@@ -31,6 +32,7 @@ _MODULES: tuple[ModuleType, ...] = (
     v5_checksums,
     v6_virtual_sources,
     v7_rules,
+    v8_webhooks,
 )
 
 # version -> (what it adds, the function upgrading a catalog from version - 1 to it)

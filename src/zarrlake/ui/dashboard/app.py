@@ -16,7 +16,7 @@ from zarrlake.ui.dashboard.markup import error_alert
 
 __all__ = ["PAGES", "Dashboard"]
 
-PAGES = ["overview", "history", "compare", "merge", "data", "sessions"]
+PAGES = ["overview", "history", "compare", "merge", "data", "sessions", "pulls"]
 
 RepoSource = Repo | Callable[[], Repo]
 
@@ -90,6 +90,7 @@ class Dashboard(Viewer):
             import zarrlake.ui.dashboard.history as history
             import zarrlake.ui.dashboard.merge as merge
             import zarrlake.ui.dashboard.overview as overview
+            import zarrlake.ui.dashboard.pulls as pulls
             import zarrlake.ui.dashboard.sessions as sessions
 
             cls = {
@@ -99,6 +100,7 @@ class Dashboard(Viewer):
                 "merge": merge.MergeView,
                 "data": data.DataView,
                 "sessions": sessions.SessionsView,
+                "pulls": pulls.PullsView,
             }[name]
             holder = self.tabs.objects[PAGES.index(name)]
             try:
@@ -188,6 +190,9 @@ def _url_values(cls: Any) -> dict[str, Any]:
             elif isinstance(kind, param.Selector):
                 if text in kind.objects:
                     out[p] = text
+            elif isinstance(kind, param.Integer):
+                if text.isdigit():
+                    out[p] = int(text)
             else:
                 out[p] = text
     return out
