@@ -8,6 +8,7 @@ from typing import Any
 
 import panel as pn
 import param
+from panel.theme.fast import Fast
 from panel.viewable import Viewer
 
 from zarrlake import Repo
@@ -19,6 +20,7 @@ __all__ = ["PAGES", "Dashboard"]
 PAGES = ["overview", "history", "compare", "merge", "data", "sessions"]
 
 RepoSource = Repo | Callable[[], Repo]
+FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
 
 
 class Dashboard(Viewer):
@@ -54,6 +56,7 @@ class Dashboard(Viewer):
         )
         self._loaded = False
         self._served = False
+        self._in_url: Any = None  # the page view whose parameters are in the URL
 
     # -- building ------------------------------------------------------------------------------
 
@@ -119,14 +122,30 @@ class Dashboard(Viewer):
         if self.tabs.objects:
             self.tabs.active = PAGES.index(self.page)
             self.view(self.page)
+            doc = pn.state.curdoc
+            if self._served and doc is not None and doc.session_context is not None:
+                # after the location has written the new page into the URL
+                doc.add_next_tick_callback(self._sync_url)
 
     def _hook(self, v: Any) -> None:
-        loc = pn.state.location
-        sync = getattr(v, "url_params", None)
-        if loc is not None and sync:
-            loc.sync(v, sync)
         if hasattr(v, "start"):
             v.start()
+        self._sync_url()
+
+    def _sync_url(self) -> None:
+        """Only the page shown keeps its parameters in the URL: the link names what is on
+        screen, not every page visited before."""
+        loc = pn.state.location
+        v = self.views.get(self.page)
+        if loc is None or v is self._in_url:
+            return
+        if self._in_url is not None:
+            loc.unsync(self._in_url)
+            self._in_url = None
+        sync = getattr(v, "url_params", None)
+        if v is not None and sync:
+            loc.sync(v, sync)
+            self._in_url = v
 
     def serve_session(self) -> None:
         """Hook this dashboard to the browser session: URL sync, polling, cleanup."""
@@ -160,6 +179,9 @@ class Dashboard(Viewer):
         """The page a server shows: this dashboard in a template with a theme toggle."""
         tpl = pn.template.FastListTemplate(
             title="zarrlake",
+            design=OfflineFast,
+            font_url="",  # no web font: the page loads with no request leaving the machine
+            font=FONT,
             main=[self],
             theme_toggle=True,
             header_background="#1f4e79",
@@ -172,6 +194,11 @@ class Dashboard(Viewer):
             busy_indicator=None,
         )
         return tpl
+
+
+# Panel's Fast design without its web font (fetched from the internet otherwise). Named
+# ``Fast`` too: Panel finds a design's bundled files by the lowercased class name.
+OfflineFast = type("Fast", (Fast,), {"_resources": {**Fast._resources, "font": {}}})
 
 
 def _url_values(cls: Any) -> dict[str, Any]:
