@@ -19,7 +19,7 @@ from zarrlake.ui.dashboard.chunkplot import chunkmap_plot, chunkmap_state_html
 from zarrlake.ui.dashboard.common import short
 from zarrlake.ui.dashboard.context import Context
 from zarrlake.ui.dashboard.markup import error_alert, html, html_pane
-from zarrlake.ui.dashboard.reader import ArrayInfo
+from zarrlake.ui.dashboard.reader import ArrayInfo, LakeReader
 from zarrlake.ui.dashboard.slices import format_slice, parse_slice, read_slice, selection
 
 __all__ = ["SESSION_PREFIX", "CompareView"]
@@ -79,6 +79,7 @@ class CompareView(Viewer):
         self.nodes = pn.widgets.Tabulator(
             pd.DataFrame(),
             disabled=True,
+            selectable=1,
             show_index=False,
             sizing_mode="stretch_width",
             css_classes=["zl-diff-nodes"],
@@ -94,6 +95,8 @@ class CompareView(Viewer):
         self.map_state = pn.pane.HTML("", css_classes=["zl-chunkmap"], sizing_mode="stretch_width")
         self.values = pn.pane.HoloViews(sizing_mode="stretch_width", css_classes=["zl-values"])
         self.values_msg = pn.Column()
+        self.nodes.param.watch(self._on_node, "selection")
+        self.param.watch(self._on_axes, ["rows", "cols"])
         self._compute()
 
     # -- the diff ------------------------------------------------------------------------------
@@ -214,12 +217,16 @@ class CompareView(Viewer):
             arr = open_b(self.array) or open_a(self.array)
             if arr is None:
                 raise FileNotFoundError(self.array)
-            ref = self.b if not self.b.startswith(SESSION_PREFIX) else None
-            side = ref if ref and open_b(self.array) is not None else self.a
-            if ref is None:
-                self.info = self._info_from(arr)
+            in_b = open_b(self.array) is not None
+            if self.b.startswith(SESSION_PREFIX):
+                session = self.ctx.repo.session(self.b[len(SESSION_PREFIX) :])
+                self.info = (
+                    LakeReader.info_in(session.store, self.array, arr)
+                    if in_b
+                    else self.ctx.reader.info(session.status().before or "", self.array)
+                )
             else:
-                self.info = self.ctx.reader.info(side, self.array)
+                self.info = self.ctx.reader.info(self.b if in_b else self.a, self.array)
         except Exception as exc:
             self.map_state.object = ""
             self.message.objects = [error_alert(exc)]
@@ -237,19 +244,6 @@ class CompareView(Viewer):
                 self.slice = self._first_change()
         self._build_sliders()
         self._redraw()
-
-    def _info_from(self, arr: Any) -> ArrayInfo:
-        dims = tuple(getattr(arr.metadata, "dimension_names", None) or ())
-        if len(dims) != arr.ndim or not all(dims):
-            dims = tuple(f"dim_{i}" for i in range(arr.ndim))
-        return ArrayInfo(
-            self.array or "",
-            tuple(arr.shape),
-            tuple(arr.chunks),
-            str(arr.dtype),
-            tuple(map(str, dims)),
-            {},
-        )
 
     def _first_change(self) -> str:
         """A slice through the first changed chunk, so the map opens on something."""
@@ -292,7 +286,34 @@ class CompareView(Viewer):
     def _on_slider(self, _: Any) -> None:
         self.slice = format_slice({s.label: int(s.value) for s in self.sliders.objects})
 
-    @param.depends("slice", "rows", "cols", watch=True)
+    def _on_axes(self, *events: param.parameterized.Event) -> None:
+        """Rows or columns changed: a slider for each dim no longer shown, none for the
+        ones shown (picking the other axis's dim swaps the two)."""
+        if self.info is None:
+            return
+        for e in events:
+            other = "cols" if e.name == "rows" else "rows"
+            if e.new == getattr(self, other) and e.old in self.info.dims:
+                with param.parameterized.discard_events(self):
+                    setattr(self, other, e.old)
+                getattr(self, f"w_{other}").value = e.old
+        self._build_sliders()
+        with param.parameterized.discard_events(self):
+            self.slice = format_slice({s.label: int(s.value) for s in self.sliders.objects})
+        self._redraw()
+
+    def _on_node(self, event: param.parameterized.Event) -> None:
+        """A row of the node table picked: its array's chunk map."""
+        if not event.new or self.diff is None:
+            return
+        nodes = list(self.diff)
+        i = event.new[0]
+        if i < len(nodes) and nodes[i].node_type == "array" and nodes[i].path != self.array:
+            with param.parameterized.discard_events(self):
+                self.slice = ""  # open on the array's first change
+            self.array = nodes[i].path
+
+    @param.depends("slice", watch=True)
     def _redraw(self) -> None:
         if self.info is None:
             return
@@ -311,36 +332,60 @@ class CompareView(Viewer):
         except Exception as exc:
             self.message.objects = [error_alert(exc)]
 
+    def side_titles(self) -> tuple[str, str]:
+        """The value plots' titles: each side's ref and short commit id."""
+        d = self.diff
+        a = f"{self.a} ({short(d.before)})" if d is not None and d.before else self.a
+        if self.b.startswith(SESSION_PREFIX):
+            base = f"its base ({short(d.before)})" if d is not None else "its base"
+            return base, f"session {self.b[len(SESSION_PREFIX) :][:12]} (staged)"
+        b = f"{self.b} ({short(d.after)})" if d is not None and d.after else self.b
+        return a, b
+
+    def _axis(self, axis: int | None, n: int) -> tuple[np.ndarray, str]:
+        """Positions and label of a value plot's axis: coordinates when the array has them."""
+        assert self.info is not None
+        if axis is None:
+            return np.arange(n, dtype=float), ""
+        dim = self.info.dims[axis]
+        values = self.info.coords.get(dim)
+        if values is not None and values.dtype.kind in "iuf" and len(values) >= n:
+            return np.asarray(values[:n], dtype=float), dim
+        return np.arange(n, dtype=float), f"{dim} (index)"
+
     def _values(self, r: int | None, c: int | None, fixed: dict[str, int]) -> None:
         assert self.info is not None
         _, open_a, open_b = self._sides()
         sel = selection(self.info, r, c, fixed)
-        imgs = []
-        data = {}
-        for label, opener in (("A", open_a), ("B", open_b)):
+        title_a, title_b = self.side_titles()
+        data: dict[str, np.ndarray] = {}
+        for label, opener in ((title_a, open_a), (title_b, open_b)):
             arr = opener(self.array)
             if arr is not None and tuple(arr.shape) == self.info.shape:
                 data[label] = read_slice(arr, sel).astype(float)
-        if "A" in data and "B" in data:
-            data["A - B"] = data["A"] - data["B"]
-        for label, v in data.items():
-            cmap = "RdBu_r" if label == "A - B" else "viridis"
-            lim = float(np.nanmax(np.abs(v))) if label == "A - B" and v.size else None
+        if len(data) == 2:
+            data[f"{self.a} - {self.b}"] = data[title_a] - data[title_b]
+        units = f" ({self.info.units})" if self.info.units else ""
+        imgs = []
+        for i, (label, v) in enumerate(data.items()):
+            ys, ylabel = self._axis(r, v.shape[0])
+            xs, xlabel = self._axis(c, v.shape[1])
+            diff = i == 2
+            lim = float(np.nanmax(np.abs(v))) if diff and v.size else None
+            value = self.array.rsplit("/", 1)[-1] if self.array else "value"
             imgs.append(
-                hv.Image(
-                    v[::-1],  # row 0 at the bottom, as in the chunk map
-                    bounds=(0, 0, v.shape[1], v.shape[0]),
-                    vdims=[label.replace(" ", "")],
-                ).opts(
-                    cmap=cmap,
+                hv.QuadMesh((xs, ys, v), ["x", "y"], [f"v{i}"]).opts(
+                    cmap="RdBu_r" if diff else "viridis",
                     colorbar=True,
+                    clabel=("difference" if diff else value) + units,
                     responsive=True,
                     height=230,
                     title=label,
                     clim=(-lim, lim) if lim else (None, None),
                     tools=["hover"],
-                    xlabel=f"{self.cols} (index)",
-                    ylabel=f"{self.rows} (index)",
+                    hover_tooltips=[("column", "@x"), ("row", "@y"), ("value", f"@v{i}")],
+                    xlabel=xlabel,
+                    ylabel=ylabel,
                 )
             )
         self.values.object = hv.Layout(imgs).cols(2) if imgs else None
@@ -364,7 +409,7 @@ class CompareView(Viewer):
             pn.Row(
                 pn.Column("#### Chunks", self.map_plot, sizing_mode="stretch_width"),
                 pn.Column(
-                    "#### Values of this slice: A, B, A - B",
+                    "#### Values of this slice: A, B and their difference",
                     self.values,
                     sizing_mode="stretch_width",
                 ),
