@@ -145,6 +145,8 @@ def test_data_view_reads_the_slice_at_a_tag(demo_lake: zarrlake.Repo) -> None:
     ds = zarrlake.open_dataset(demo_lake, "v1.0")
     np.testing.assert_array_equal(da.values, ds.temperature.isel(time=3).values)
     assert float(da.lat[0]) == float(ds.lat[0])
+    assert v.caption.object.endswith(", time 2025-04-01</p>")  # the slider's date, not 3
+    assert v.sliders.objects[0].value == 3
 
 
 def test_sessions_flag_expired_and_follow_new_and_closed(demo_lake: zarrlake.Repo) -> None:

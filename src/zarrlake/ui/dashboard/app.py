@@ -196,9 +196,16 @@ class Dashboard(Viewer):
         return tpl
 
 
-# Panel's Fast design without its web font (fetched from the internet otherwise). Named
-# ``Fast`` too: Panel finds a design's bundled files by the lowercased class name.
-OfflineFast = type("Fast", (Fast,), {"_resources": {**Fast._resources, "font": {}}})
+def _without_web_font(cls: type[Fast]) -> type[Fast]:
+    """Panel's Fast design without its web font (fetched from the internet otherwise).
+
+    A design declares its files in ``_resources``, Panel's documented way to extend one; the
+    subclass is named ``Fast`` too, since Panel finds a design's bundled files by its name.
+    """
+    return type("Fast", (cls,), {"_resources": {**cls._resources, "font": {}}})
+
+
+OfflineFast = _without_web_font(Fast)
 
 
 def _url_values(cls: Any) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 # mypy: disallow-untyped-calls=False
 """Compare page: two refs (or a branch and a session's staged work), node by node, field by
-field, and for one array the chunk map beside the values A, B and A-B of one slice."""
+field, and for one array the chunk map beside the values of both sides and their difference for one slice."""
 
 from __future__ import annotations
 
@@ -13,22 +13,53 @@ import panel as pn
 import param
 from panel.viewable import Viewer
 
-from zarrlake import Diff, NodeDiff
+from zarrlake import Diff, DiffSummary, NodeDiff
+from zarrlake.model.diff import ABSENT
 from zarrlake.ui.dashboard.chunkmap import ChunkMap, chunk_map
 from zarrlake.ui.dashboard.chunkplot import chunkmap_plot, chunkmap_state_html
 from zarrlake.ui.dashboard.common import short
 from zarrlake.ui.dashboard.context import Context
 from zarrlake.ui.dashboard.markup import error_alert, html, html_pane
 from zarrlake.ui.dashboard.reader import ArrayInfo, LakeReader
-from zarrlake.ui.dashboard.slices import format_slice, parse_slice, read_slice, selection
+from zarrlake.ui.dashboard.slices import (
+    dim_slider,
+    format_slice,
+    parse_slice,
+    read_slice,
+    selection,
+)
+from zarrlake.ui.dashboard.words import field_sentence, plural, value_text
 
 __all__ = ["SESSION_PREFIX", "CompareView"]
 
 SESSION_PREFIX = "session:"
 
 
-def _v(x: Any) -> str:
-    return "—" if repr(x) == "<absent>" else repr(x)  # a field missing on one side
+def _v(x: Any, field: str) -> str:
+    return "—" if x is ABSENT else value_text(x, field)  # a field missing on one side
+
+
+def _said(s: DiffSummary) -> str:
+    """``3 nodes modified; 24 chunks: +0 ~24 -0`` (or ``no change``)."""
+    nodes = [
+        (k, verb)
+        for k, verb in (
+            (s.nodes_added, "added"),
+            (s.nodes_removed, "removed"),
+            (s.nodes_modified, "modified"),
+        )
+        if k
+    ]
+    words = [
+        f"{plural(k, 'node')} {verb}" if i == 0 else f"{k:,} {verb}"
+        for i, (k, verb) in enumerate(nodes)
+    ]
+    chunks = s.chunks_added + s.chunks_changed + s.chunks_removed
+    if chunks:
+        words.append(
+            f"{plural(chunks, 'chunk')}: +{s.chunks_added} ~{s.chunks_changed} -{s.chunks_removed}"
+        )
+    return "; ".join(words) if words else "no change"
 
 
 class CompareView(Viewer):
@@ -143,15 +174,7 @@ class CompareView(Viewer):
         d = self.diff
         s = d.summary()
         self.summary.object = html(
-            "<p><b>{} → {}</b>: {} added, {} removed, {} modified; chunks +{} ~{} -{}</p>",
-            short(d.before),
-            short(d.after) or "staged",
-            s.nodes_added,
-            s.nodes_removed,
-            s.nodes_modified,
-            s.chunks_added,
-            s.chunks_changed,
-            s.chunks_removed,
+            "<p><b>{} → {}</b>: {}</p>", short(d.before), short(d.after) or "staged", _said(s)
         )
         self.nodes.value = pd.DataFrame(
             [
@@ -159,8 +182,8 @@ class CompareView(Viewer):
                     "path": "/" + n.path,
                     "status": n.status,
                     "type": n.node_type,
-                    "metadata": "; ".join(str(f) for f in n.metadata),
-                    "attributes": "; ".join(c.field for c in n.attributes),
+                    "metadata": "; ".join(field_sentence(f) for f in n.metadata),
+                    "attributes": ", ".join(c.field for c in n.attributes),
                     "chunks +": len(n.chunks_added),
                     "chunks ~": len(n.chunks_changed),
                     "chunks -": len(n.chunks_removed),
@@ -174,8 +197,8 @@ class CompareView(Viewer):
                     "path": "/" + n.path,
                     "kind": kind,
                     "field": f.field,
-                    "before": _v(f.before),
-                    "after": _v(f.after),
+                    "before": _v(f.before, f.field),
+                    "after": _v(f.after, f.field),
                 }
                 for n in d
                 for kind, fs in (("metadata", n.metadata), ("attribute", n.attributes))
@@ -276,9 +299,7 @@ class CompareView(Viewer):
         for a, (dim, n) in enumerate(zip(self.info.dims, self.info.shape, strict=True)):
             if a in (r, c) or n <= 1:
                 continue
-            s = pn.widgets.IntSlider(
-                label=dim, start=0, end=n - 1, value=min(fixed.get(dim, 0), n - 1), width=260
-            )
+            s = dim_slider(self.info, dim, fixed.get(dim, 0))
             s.param.watch(self._on_slider, "value_throttled")
             sliders.append(s)
         self.sliders.objects = sliders
