@@ -126,3 +126,13 @@ class SessionsPage(DashboardPage):
     def countdown(self, session_id: str) -> Any:
         row = self.page.locator(".zl-session", has_text=session_id)
         return row.locator(".zl-countdown")
+
+
+PAGES: dict[str, type[DashboardPage]] = {
+    "overview": OverviewPage,
+    "history": HistoryPage,
+    "compare": ComparePage,
+    "merge": MergePage,
+    "data": DataPage,
+    "sessions": SessionsPage,
+}

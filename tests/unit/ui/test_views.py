@@ -76,7 +76,41 @@ def test_compare_against_a_sessions_staged_work(demo_lake: zarrlake.Repo) -> Non
     assert v.diff is not None
     assert v.diff["precipitation"].chunks_changed == {(2, 0, 0)}
     assert v.slice == "time=2"
+    assert v.info is not None
+    assert set(v.info.coords) == {"time", "lat", "lon"}  # a session's map is in coordinates
+    assert v.side_titles()[1] == f"session {s.id[:12]} (staged)"
     s.abandon()
+
+
+def test_compare_rebuilds_the_slice_controls_when_the_axes_change(
+    demo_lake: zarrlake.Repo,
+) -> None:
+    v = CompareView(Context(demo_lake), a="v1.0", b="main", array="temperature")
+    assert [s.label for s in v.sliders.objects] == ["time"]
+    v.rows = "time"
+    assert [s.label for s in v.sliders.objects] == ["lat"]  # lat is no longer shown
+    assert v.map is not None
+    assert v.map.fixed == {1: 0}
+    v.rows = "lon"  # the columns' dim: the two swap
+    assert (v.rows, v.cols) == ("lon", "time")
+    assert [s.label for s in v.sliders.objects] == ["lat"]
+
+
+def test_compare_plots_are_titled_by_ref_and_id(demo_lake: zarrlake.Repo) -> None:
+    v = CompareView(Context(demo_lake), a="v1.0", b="main", array="temperature")
+    a, b = demo_lake.resolve("v1.0")[:10], demo_lake.resolve("main")[:10]
+    assert v.side_titles() == (f"v1.0 ({a})", f"main ({b})")
+    assert v.info is not None
+    assert v.info.units == "K"
+
+
+def test_compare_a_node_row_drives_the_map(demo_lake: zarrlake.Repo) -> None:
+    v = CompareView(Context(demo_lake), a="v1.0", b="main", array="temperature")
+    rows = list(v.nodes.value["path"])
+    v.nodes.selection = [rows.index("/precipitation")]
+    assert v.array == "precipitation"
+    assert v.map is not None
+    assert v.map.slice_counts["changed"] > 0
 
 
 def test_compare_with_an_unknown_ref_is_a_message(demo_lake: zarrlake.Repo) -> None:
@@ -111,6 +145,8 @@ def test_data_view_reads_the_slice_at_a_tag(demo_lake: zarrlake.Repo) -> None:
     ds = zarrlake.open_dataset(demo_lake, "v1.0")
     np.testing.assert_array_equal(da.values, ds.temperature.isel(time=3).values)
     assert float(da.lat[0]) == float(ds.lat[0])
+    assert v.caption.object.endswith(", time 2025-04-01</p>")  # the slider's date, not 3
+    assert v.sliders.objects[0].value == 3
 
 
 def test_sessions_flag_expired_and_follow_new_and_closed(demo_lake: zarrlake.Repo) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import panel as pn
 import param
+from panel.theme.fast import Fast
 from panel.viewable import Viewer
 
 from zarrlake import Repo
@@ -19,6 +20,7 @@ __all__ = ["PAGES", "Dashboard"]
 PAGES = ["overview", "history", "compare", "merge", "data", "sessions", "pulls"]
 
 RepoSource = Repo | Callable[[], Repo]
+FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
 
 
 class Dashboard(Viewer):
@@ -54,6 +56,7 @@ class Dashboard(Viewer):
         )
         self._loaded = False
         self._served = False
+        self._in_url: Any = None  # the page view whose parameters are in the URL
 
     # -- building ------------------------------------------------------------------------------
 
@@ -121,14 +124,30 @@ class Dashboard(Viewer):
         if self.tabs.objects:
             self.tabs.active = PAGES.index(self.page)
             self.view(self.page)
+            doc = pn.state.curdoc
+            if self._served and doc is not None and doc.session_context is not None:
+                # after the location has written the new page into the URL
+                doc.add_next_tick_callback(self._sync_url)
 
     def _hook(self, v: Any) -> None:
-        loc = pn.state.location
-        sync = getattr(v, "url_params", None)
-        if loc is not None and sync:
-            loc.sync(v, sync)
         if hasattr(v, "start"):
             v.start()
+        self._sync_url()
+
+    def _sync_url(self) -> None:
+        """Only the page shown keeps its parameters in the URL: the link names what is on
+        screen, not every page visited before."""
+        loc = pn.state.location
+        v = self.views.get(self.page)
+        if loc is None or v is self._in_url:
+            return
+        if self._in_url is not None:
+            loc.unsync(self._in_url)
+            self._in_url = None
+        sync = getattr(v, "url_params", None)
+        if v is not None and sync:
+            loc.sync(v, sync)
+            self._in_url = v
 
     def serve_session(self) -> None:
         """Hook this dashboard to the browser session: URL sync, polling, cleanup."""
@@ -162,6 +181,9 @@ class Dashboard(Viewer):
         """The page a server shows: this dashboard in a template with a theme toggle."""
         tpl = pn.template.FastListTemplate(
             title="zarrlake",
+            design=OfflineFast,
+            font_url="",  # no web font: the page loads with no request leaving the machine
+            font=FONT,
             main=[self],
             theme_toggle=True,
             header_background="#1f4e79",
@@ -174,6 +196,18 @@ class Dashboard(Viewer):
             busy_indicator=None,
         )
         return tpl
+
+
+def _without_web_font(cls: type[Fast]) -> type[Fast]:
+    """Panel's Fast design without its web font (fetched from the internet otherwise).
+
+    A design declares its files in ``_resources``, Panel's documented way to extend one; the
+    subclass is named ``Fast`` too, since Panel finds a design's bundled files by its name.
+    """
+    return type("Fast", (cls,), {"_resources": {**cls._resources, "font": {}}})
+
+
+OfflineFast = _without_web_font(Fast)
 
 
 def _url_values(cls: Any) -> dict[str, Any]:

@@ -81,6 +81,12 @@ def chunkmap_plot(m: ChunkMap, info: ArrayInfo, height: int = 480) -> hv.Element
             line_color="white",
             line_width=0.5,
             tools=["hover"],
+            hover_tooltips=[
+                ("chunk", "@chunk"),
+                ("status", "@status"),
+                ("rows", "@rows"),
+                ("columns", "@cols"),
+            ],
             colorbar=False,
             **{k: v for k, v in ticks.items() if v},
             **opts,
@@ -94,6 +100,7 @@ def chunkmap_plot(m: ChunkMap, info: ArrayInfo, height: int = 480) -> hv.Element
         cmap=COLORS,
         clim=(-0.5, 3.5),
         tools=["hover"],
+        hover_tooltips=[("column chunk", "$x{0}"), ("row chunk", "$y{0}")],
         colorbar=False,
         **opts,
     )

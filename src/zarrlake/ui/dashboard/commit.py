@@ -75,15 +75,25 @@ def changes_html(d: Diff) -> str:
     chunks = s.chunks_added + s.chunks_changed + s.chunks_removed
     if not nodes and not (d.keys_added or d.keys_changed or d.keys_removed):
         return html("<h4>Changes</h4><p>{}</p>", "No change against its first parent.")
-    line = html(
-        "<h4>Changes against its first parent</h4><p class='zl-change-summary'>{}; {}: "
-        "<span class='zl-add'>+{}</span> <span class='zl-chg'>~{}</span> "
-        "<span class='zl-del'>-{}</span></p>",
-        plural(nodes, "node") + " changed",
-        plural(chunks, "chunk"),
-        s.chunks_added,
-        s.chunks_changed,
-        s.chunks_removed,
+    counts = (
+        html(
+            "; {}: <span class='zl-add'>+{}</span> <span class='zl-chg'>~{}</span> "
+            "<span class='zl-del'>-{}</span>",
+            plural(chunks, "chunk"),
+            s.chunks_added,
+            s.chunks_changed,
+            s.chunks_removed,
+        )
+        if chunks
+        else ""
+    )
+    line = (
+        html(
+            "<h4>Changes against its first parent</h4><p class='zl-change-summary'>{}",
+            plural(nodes, "node") + " changed",
+        )
+        + counts
+        + "</p>"
     )
     cards = "".join(_card(n) for n in list(d)[:MAX_CARDS])
     more = len(d) - MAX_CARDS

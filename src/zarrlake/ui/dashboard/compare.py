@@ -1,6 +1,6 @@
 # mypy: disallow-untyped-calls=False
 """Compare page: two refs (or a branch and a session's staged work), node by node, field by
-field, and for one array the chunk map beside the values A, B and A-B of one slice."""
+field, and for one array the chunk map beside the values of both sides and their difference for one slice."""
 
 from __future__ import annotations
 
@@ -13,22 +13,53 @@ import panel as pn
 import param
 from panel.viewable import Viewer
 
-from zarrlake import Diff, NodeDiff
+from zarrlake import Diff, DiffSummary, NodeDiff
+from zarrlake.model.diff import ABSENT
 from zarrlake.ui.dashboard.chunkmap import ChunkMap, chunk_map
 from zarrlake.ui.dashboard.chunkplot import chunkmap_plot, chunkmap_state_html
 from zarrlake.ui.dashboard.common import short
 from zarrlake.ui.dashboard.context import Context
 from zarrlake.ui.dashboard.markup import error_alert, html, html_pane
-from zarrlake.ui.dashboard.reader import ArrayInfo
-from zarrlake.ui.dashboard.slices import format_slice, parse_slice, read_slice, selection
+from zarrlake.ui.dashboard.reader import ArrayInfo, LakeReader
+from zarrlake.ui.dashboard.slices import (
+    dim_slider,
+    format_slice,
+    parse_slice,
+    read_slice,
+    selection,
+)
+from zarrlake.ui.dashboard.words import field_sentence, plural, value_text
 
 __all__ = ["SESSION_PREFIX", "CompareView"]
 
 SESSION_PREFIX = "session:"
 
 
-def _v(x: Any) -> str:
-    return "—" if repr(x) == "<absent>" else repr(x)  # a field missing on one side
+def _v(x: Any, field: str) -> str:
+    return "—" if x is ABSENT else value_text(x, field)  # a field missing on one side
+
+
+def _said(s: DiffSummary) -> str:
+    """``3 nodes modified; 24 chunks: +0 ~24 -0`` (or ``no change``)."""
+    nodes = [
+        (k, verb)
+        for k, verb in (
+            (s.nodes_added, "added"),
+            (s.nodes_removed, "removed"),
+            (s.nodes_modified, "modified"),
+        )
+        if k
+    ]
+    words = [
+        f"{plural(k, 'node')} {verb}" if i == 0 else f"{k:,} {verb}"
+        for i, (k, verb) in enumerate(nodes)
+    ]
+    chunks = s.chunks_added + s.chunks_changed + s.chunks_removed
+    if chunks:
+        words.append(
+            f"{plural(chunks, 'chunk')}: +{s.chunks_added} ~{s.chunks_changed} -{s.chunks_removed}"
+        )
+    return "; ".join(words) if words else "no change"
 
 
 class CompareView(Viewer):
@@ -79,6 +110,7 @@ class CompareView(Viewer):
         self.nodes = pn.widgets.Tabulator(
             pd.DataFrame(),
             disabled=True,
+            selectable=1,
             show_index=False,
             sizing_mode="stretch_width",
             css_classes=["zl-diff-nodes"],
@@ -94,6 +126,8 @@ class CompareView(Viewer):
         self.map_state = pn.pane.HTML("", css_classes=["zl-chunkmap"], sizing_mode="stretch_width")
         self.values = pn.pane.HoloViews(sizing_mode="stretch_width", css_classes=["zl-values"])
         self.values_msg = pn.Column()
+        self.nodes.param.watch(self._on_node, "selection")
+        self.param.watch(self._on_axes, ["rows", "cols"])
         self._compute()
 
     # -- the diff ------------------------------------------------------------------------------
@@ -140,15 +174,7 @@ class CompareView(Viewer):
         d = self.diff
         s = d.summary()
         self.summary.object = html(
-            "<p><b>{} → {}</b>: {} added, {} removed, {} modified; chunks +{} ~{} -{}</p>",
-            short(d.before),
-            short(d.after) or "staged",
-            s.nodes_added,
-            s.nodes_removed,
-            s.nodes_modified,
-            s.chunks_added,
-            s.chunks_changed,
-            s.chunks_removed,
+            "<p><b>{} → {}</b>: {}</p>", short(d.before), short(d.after) or "staged", _said(s)
         )
         self.nodes.value = pd.DataFrame(
             [
@@ -156,8 +182,8 @@ class CompareView(Viewer):
                     "path": "/" + n.path,
                     "status": n.status,
                     "type": n.node_type,
-                    "metadata": "; ".join(str(f) for f in n.metadata),
-                    "attributes": "; ".join(c.field for c in n.attributes),
+                    "metadata": "; ".join(field_sentence(f) for f in n.metadata),
+                    "attributes": ", ".join(c.field for c in n.attributes),
                     "chunks +": len(n.chunks_added),
                     "chunks ~": len(n.chunks_changed),
                     "chunks -": len(n.chunks_removed),
@@ -171,8 +197,8 @@ class CompareView(Viewer):
                     "path": "/" + n.path,
                     "kind": kind,
                     "field": f.field,
-                    "before": _v(f.before),
-                    "after": _v(f.after),
+                    "before": _v(f.before, f.field),
+                    "after": _v(f.after, f.field),
                 }
                 for n in d
                 for kind, fs in (("metadata", n.metadata), ("attribute", n.attributes))
@@ -214,12 +240,16 @@ class CompareView(Viewer):
             arr = open_b(self.array) or open_a(self.array)
             if arr is None:
                 raise FileNotFoundError(self.array)
-            ref = self.b if not self.b.startswith(SESSION_PREFIX) else None
-            side = ref if ref and open_b(self.array) is not None else self.a
-            if ref is None:
-                self.info = self._info_from(arr)
+            in_b = open_b(self.array) is not None
+            if self.b.startswith(SESSION_PREFIX):
+                session = self.ctx.repo.session(self.b[len(SESSION_PREFIX) :])
+                self.info = (
+                    LakeReader.info_in(session.store, self.array, arr)
+                    if in_b
+                    else self.ctx.reader.info(session.status().before or "", self.array)
+                )
             else:
-                self.info = self.ctx.reader.info(side, self.array)
+                self.info = self.ctx.reader.info(self.b if in_b else self.a, self.array)
         except Exception as exc:
             self.map_state.object = ""
             self.message.objects = [error_alert(exc)]
@@ -237,19 +267,6 @@ class CompareView(Viewer):
                 self.slice = self._first_change()
         self._build_sliders()
         self._redraw()
-
-    def _info_from(self, arr: Any) -> ArrayInfo:
-        dims = tuple(getattr(arr.metadata, "dimension_names", None) or ())
-        if len(dims) != arr.ndim or not all(dims):
-            dims = tuple(f"dim_{i}" for i in range(arr.ndim))
-        return ArrayInfo(
-            self.array or "",
-            tuple(arr.shape),
-            tuple(arr.chunks),
-            str(arr.dtype),
-            tuple(map(str, dims)),
-            {},
-        )
 
     def _first_change(self) -> str:
         """A slice through the first changed chunk, so the map opens on something."""
@@ -282,9 +299,7 @@ class CompareView(Viewer):
         for a, (dim, n) in enumerate(zip(self.info.dims, self.info.shape, strict=True)):
             if a in (r, c) or n <= 1:
                 continue
-            s = pn.widgets.IntSlider(
-                label=dim, start=0, end=n - 1, value=min(fixed.get(dim, 0), n - 1), width=260
-            )
+            s = dim_slider(self.info, dim, fixed.get(dim, 0))
             s.param.watch(self._on_slider, "value_throttled")
             sliders.append(s)
         self.sliders.objects = sliders
@@ -292,7 +307,34 @@ class CompareView(Viewer):
     def _on_slider(self, _: Any) -> None:
         self.slice = format_slice({s.label: int(s.value) for s in self.sliders.objects})
 
-    @param.depends("slice", "rows", "cols", watch=True)
+    def _on_axes(self, *events: param.parameterized.Event) -> None:
+        """Rows or columns changed: a slider for each dim no longer shown, none for the
+        ones shown (picking the other axis's dim swaps the two)."""
+        if self.info is None:
+            return
+        for e in events:
+            other = "cols" if e.name == "rows" else "rows"
+            if e.new == getattr(self, other) and e.old in self.info.dims:
+                with param.parameterized.discard_events(self):
+                    setattr(self, other, e.old)
+                getattr(self, f"w_{other}").value = e.old
+        self._build_sliders()
+        with param.parameterized.discard_events(self):
+            self.slice = format_slice({s.label: int(s.value) for s in self.sliders.objects})
+        self._redraw()
+
+    def _on_node(self, event: param.parameterized.Event) -> None:
+        """A row of the node table picked: its array's chunk map."""
+        if not event.new or self.diff is None:
+            return
+        nodes = list(self.diff)
+        i = event.new[0]
+        if i < len(nodes) and nodes[i].node_type == "array" and nodes[i].path != self.array:
+            with param.parameterized.discard_events(self):
+                self.slice = ""  # open on the array's first change
+            self.array = nodes[i].path
+
+    @param.depends("slice", watch=True)
     def _redraw(self) -> None:
         if self.info is None:
             return
@@ -311,36 +353,60 @@ class CompareView(Viewer):
         except Exception as exc:
             self.message.objects = [error_alert(exc)]
 
+    def side_titles(self) -> tuple[str, str]:
+        """The value plots' titles: each side's ref and short commit id."""
+        d = self.diff
+        a = f"{self.a} ({short(d.before)})" if d is not None and d.before else self.a
+        if self.b.startswith(SESSION_PREFIX):
+            base = f"its base ({short(d.before)})" if d is not None else "its base"
+            return base, f"session {self.b[len(SESSION_PREFIX) :][:12]} (staged)"
+        b = f"{self.b} ({short(d.after)})" if d is not None and d.after else self.b
+        return a, b
+
+    def _axis(self, axis: int | None, n: int) -> tuple[np.ndarray, str]:
+        """Positions and label of a value plot's axis: coordinates when the array has them."""
+        assert self.info is not None
+        if axis is None:
+            return np.arange(n, dtype=float), ""
+        dim = self.info.dims[axis]
+        values = self.info.coords.get(dim)
+        if values is not None and values.dtype.kind in "iuf" and len(values) >= n:
+            return np.asarray(values[:n], dtype=float), dim
+        return np.arange(n, dtype=float), f"{dim} (index)"
+
     def _values(self, r: int | None, c: int | None, fixed: dict[str, int]) -> None:
         assert self.info is not None
         _, open_a, open_b = self._sides()
         sel = selection(self.info, r, c, fixed)
-        imgs = []
-        data = {}
-        for label, opener in (("A", open_a), ("B", open_b)):
+        title_a, title_b = self.side_titles()
+        data: dict[str, np.ndarray] = {}
+        for label, opener in ((title_a, open_a), (title_b, open_b)):
             arr = opener(self.array)
             if arr is not None and tuple(arr.shape) == self.info.shape:
                 data[label] = read_slice(arr, sel).astype(float)
-        if "A" in data and "B" in data:
-            data["A - B"] = data["A"] - data["B"]
-        for label, v in data.items():
-            cmap = "RdBu_r" if label == "A - B" else "viridis"
-            lim = float(np.nanmax(np.abs(v))) if label == "A - B" and v.size else None
+        if len(data) == 2:
+            data[f"{self.a} - {self.b}"] = data[title_a] - data[title_b]
+        units = f" ({self.info.units})" if self.info.units else ""
+        imgs = []
+        for i, (label, v) in enumerate(data.items()):
+            ys, ylabel = self._axis(r, v.shape[0])
+            xs, xlabel = self._axis(c, v.shape[1])
+            diff = i == 2
+            lim = float(np.nanmax(np.abs(v))) if diff and v.size else None
+            value = self.array.rsplit("/", 1)[-1] if self.array else "value"
             imgs.append(
-                hv.Image(
-                    v[::-1],  # row 0 at the bottom, as in the chunk map
-                    bounds=(0, 0, v.shape[1], v.shape[0]),
-                    vdims=[label.replace(" ", "")],
-                ).opts(
-                    cmap=cmap,
+                hv.QuadMesh((xs, ys, v), ["x", "y"], [f"v{i}"]).opts(
+                    cmap="RdBu_r" if diff else "viridis",
                     colorbar=True,
+                    clabel=("difference" if diff else value) + units,
                     responsive=True,
                     height=230,
                     title=label,
                     clim=(-lim, lim) if lim else (None, None),
                     tools=["hover"],
-                    xlabel=f"{self.cols} (index)",
-                    ylabel=f"{self.rows} (index)",
+                    hover_tooltips=[("column", "@x"), ("row", "@y"), ("value", f"@v{i}")],
+                    xlabel=xlabel,
+                    ylabel=ylabel,
                 )
             )
         self.values.object = hv.Layout(imgs).cols(2) if imgs else None
@@ -364,7 +430,7 @@ class CompareView(Viewer):
             pn.Row(
                 pn.Column("#### Chunks", self.map_plot, sizing_mode="stretch_width"),
                 pn.Column(
-                    "#### Values of this slice: A, B, A - B",
+                    "#### Values of this slice: A, B and their difference",
                     self.values,
                     sizing_mode="stretch_width",
                 ),

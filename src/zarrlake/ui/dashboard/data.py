@@ -16,7 +16,13 @@ from zarrlake.ui.dashboard.context import Context
 from zarrlake.ui.dashboard.links import VersionLinks
 from zarrlake.ui.dashboard.markup import error_alert, html, html_pane
 from zarrlake.ui.dashboard.reader import ArrayInfo
-from zarrlake.ui.dashboard.slices import MAX_VALUES, format_slice, parse_slice
+from zarrlake.ui.dashboard.slices import (
+    MAX_VALUES,
+    dim_slider,
+    format_slice,
+    parse_slice,
+    slider_text,
+)
 
 __all__ = ["DataView"]
 
@@ -88,9 +94,7 @@ class DataView(Viewer):
         for a, (dim, n) in enumerate(zip(self.info.dims, self.info.shape, strict=True)):
             if a in shown or n <= 1:
                 continue
-            s = pn.widgets.IntSlider(
-                name=dim, start=0, end=n - 1, value=min(fixed.get(dim, 0), n - 1), width=260
-            )
+            s = dim_slider(self.info, dim, fixed.get(dim, 0))
             s.param.watch(self._on_slider, "value_throttled")
             sliders.append(s)
         self.sliders.objects = sliders
@@ -139,7 +143,8 @@ class DataView(Viewer):
 
     def figure(self) -> Any:
         da = self.data_slice()
-        at = ", ".join(f"{s.label}={s.value}" for s in self.sliders.objects)
+        assert self.info is not None
+        at = ", ".join(slider_text(self.info, s.label, int(s.value)) for s in self.sliders.objects)
         self.caption.object = html(
             "<p><code>{}</code> at <code>{}</code>{}</p>",
             self.array,

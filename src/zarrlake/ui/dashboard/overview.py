@@ -97,7 +97,9 @@ class OverviewView(Viewer):
                 + (f"; {plural(expired, 'expired session')} not yet cleaned up" if expired else ""),
             )
             self.stats.objects = [
-                pn.indicators.Number(name=k, value=v, font_size="28pt", title_size="11pt")
+                pn.indicators.Number(
+                    name=k, value=v, format="{value:,}", font_size="28pt", title_size="11pt"
+                )
                 for k, v in self.counts.items()
             ]
             self.table.value = self.refs_frame()

@@ -26,6 +26,7 @@ class ArrayInfo:
     dtype: str
     dims: tuple[str, ...]
     coords: dict[str, np.ndarray]  # dim -> coordinate values, when the group has them
+    units: str = ""  # the array's ``units`` attribute
 
     @property
     def grid(self) -> tuple[int, ...]:
@@ -79,42 +80,55 @@ class LakeReader:
             raise NotFoundError(f"no array {path!r} at {ref!r}") from exc
 
     def info(self, ref: str, path: str) -> ArrayInfo:
-        arr = self.array(ref, path)
+        return self.info_in(self.session(ref).store, path, self.array(ref, path))
+
+    @staticmethod
+    def info_in(store: Any, path: str, arr: Any) -> ArrayInfo:
+        """The info of ``arr`` at ``path`` in ``store`` (a commit's or a session's), with the
+        coordinates beside it and its units."""
         dims = tuple(getattr(arr.metadata, "dimension_names", None) or ())
         if len(dims) != arr.ndim or not all(dims):
             dims = tuple(f"dim_{i}" for i in range(arr.ndim))
-        coords = self._coords(ref, path, dims, arr.shape)
+        dims = tuple(map(str, dims))
+        coords = _coords(store, path, dims, arr.shape)
+        units = arr.attrs.get("units")
         return ArrayInfo(
-            path, tuple(arr.shape), tuple(arr.chunks), str(arr.dtype), tuple(map(str, dims)), coords
+            path,
+            tuple(arr.shape),
+            tuple(arr.chunks),
+            str(arr.dtype),
+            dims,
+            coords,
+            units if isinstance(units, str) else "",
         )
 
-    def _coords(
-        self, ref: str, path: str, dims: tuple[str, ...], shape: tuple[int, ...]
-    ) -> dict[str, np.ndarray]:
-        """1-D arrays named after the dims, next to the array (an xarray Dataset's
-        coordinates), CF-decoded (times). Opened by path: listing a group would walk every
-        chunk key of every array in it."""
-        import xarray as xr
 
-        group, _, name = path.rpartition("/")
-        store = self.session(ref).store
-        out: dict[str, np.ndarray] = {}
-        for dim, n in zip(dims, shape, strict=True):
-            if dim == name:
-                continue
-            try:
-                c = zarr.open_array(store, path=f"{group}/{dim}" if group else dim, mode="r")
-            except Exception:  # no coordinate array there: label the axis by index
-                continue
-            if c.ndim != 1 or c.shape[0] != n:
-                continue
-            values = np.asarray(c[:])
-            try:
-                ds = xr.decode_cf(xr.Dataset({dim: (dim, values, dict(c.attrs))}))
-                out[dim] = np.asarray(ds[dim].values)
-            except Exception:  # undecodable units: keep the raw values
-                out[dim] = values
-        return out
+def _coords(
+    store: Any, path: str, dims: tuple[str, ...], shape: tuple[int, ...]
+) -> dict[str, np.ndarray]:
+    """1-D arrays named after the dims, next to the array (an xarray Dataset's coordinates),
+    CF-decoded (times). Opened by path: listing a group would walk every chunk key of every
+    array in it."""
+    import xarray as xr
+
+    group, _, name = path.rpartition("/")
+    out: dict[str, np.ndarray] = {}
+    for dim, n in zip(dims, shape, strict=True):
+        if dim == name:
+            continue
+        try:
+            c = zarr.open_array(store, path=f"{group}/{dim}" if group else dim, mode="r")
+        except Exception:  # no coordinate array there: label the axis by index
+            continue
+        if c.ndim != 1 or c.shape[0] != n:
+            continue
+        values = np.asarray(c[:])
+        try:
+            ds = xr.decode_cf(xr.Dataset({dim: (dim, values, dict(c.attrs))}))
+            out[dim] = np.asarray(ds[dim].values)
+        except Exception:  # undecodable units: keep the raw values
+            out[dim] = values
+    return out
 
 
 def _walk(group: zarr.Group) -> list[tuple[str, Any]]:

@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-calls=False
 """Slices of N-D arrays: the ``dim=index`` text kept in the URL, and reading one 2-D slice."""
 
 from __future__ import annotations
@@ -8,9 +9,17 @@ from urllib.parse import unquote
 import numpy as np
 
 from zarrlake import InvalidInputError
-from zarrlake.ui.dashboard.reader import ArrayInfo
+from zarrlake.ui.dashboard.reader import ArrayInfo, coord_label
 
-__all__ = ["MAX_VALUES", "format_slice", "parse_slice", "read_slice", "selection"]
+__all__ = [
+    "MAX_VALUES",
+    "dim_slider",
+    "format_slice",
+    "parse_slice",
+    "read_slice",
+    "selection",
+    "slider_text",
+]
 
 MAX_VALUES = 512  # elements a side read for the value plots
 MAX_CHUNKS_READ = 32  # chunks a side read for them (small chunks: a smaller window)
@@ -64,3 +73,32 @@ def read_slice(arr: Any, sel: tuple[Any, ...]) -> np.ndarray:
         if out.ndim
         else out.reshape(1, 1)
     )
+
+
+MAX_LABELLED = 2000  # above this many steps a slider shows indices, not coordinate labels
+
+
+def dim_slider(info: ArrayInfo, dim: str, value: int) -> Any:
+    """A slider over one dim's elements, labelled by its coordinate values when the array
+    has them (``time: 2025-04-01``, not ``time: 3``); its value is the element index."""
+    import panel as pn
+
+    n = info.shape[info.dims.index(dim)]
+    value = int(min(max(value, 0), n - 1))
+    values = info.coords.get(dim)
+    if values is None or n > MAX_LABELLED:
+        return pn.widgets.IntSlider(label=dim, start=0, end=n - 1, value=value, width=260)
+    labels = [coord_label(values, i, i + 1) for i in range(n)]
+    if len(set(labels)) != n:  # labels must tell the steps apart
+        labels = [f"{t} ({i})" for i, t in enumerate(labels)]
+    return pn.widgets.DiscreteSlider(
+        label=dim, options=dict(zip(labels, range(n), strict=True)), value=value, width=260
+    )
+
+
+def slider_text(info: ArrayInfo, dim: str, index: int) -> str:
+    """``time 2025-04-01`` (coordinates) or ``time=3`` (no coordinates)."""
+    values = info.coords.get(dim)
+    if values is None or not 0 <= index < len(values):
+        return f"{dim}={index}"
+    return f"{dim} {coord_label(values, index, index + 1)}"
