@@ -23,6 +23,7 @@ import zarrlake
 from tests.hostile import FIXED, Built, Hostile, build, hostile_text, hostiles, squash
 from tests.integration.ui.conftest import Server, shot, wait_until
 from tests.integration.ui.pages import DEEP_TEXT, LOAD_TIMEOUT
+from zarrlake.ui.dashboard.words import value_text
 
 pytestmark = pytest.mark.browser
 
@@ -89,12 +90,12 @@ def _params(page: str, b: Built) -> dict[str, str]:
 
 def _expected(page: str, b: Built) -> list[str]:
     """The hostile values the page shows, as the page writes them (the Fields table writes
-    attribute values as Python literals)."""
+    attribute values as text, long ones cut)."""
     h: Hostile = b.h
     return {
         "overview": [h.branch, h.tag, h.author, h.message],
         "history": [h.author, h.message, h.meta_key, h.meta_value, b.path, h.branch],
-        "compare": [f"/{b.path}", h.attr_key, b.path, h.dim, repr(h.attr_value)],
+        "compare": [f"/{b.path}", h.attr_key, b.path, h.dim, value_text(h.attr_value)],
         "merge": [h.branch, f"/{b.path}", str([h.attr_key])],
         "data": [f"{b.path} at {h.branch}", h.dim],
         "sessions": [h.session_author, b.session],

@@ -107,3 +107,18 @@ def test_write_actions_check_the_token_before_touching_the_lake(tmp_path: Path) 
     assert actions.create_tag(repo, w, "tok", "t1", bad) == bad
     new = actions.revert(repo, w, "tok", bad, "main")
     assert repo.commit_info(new).metadata["reverts"] == bad
+
+
+def test_chunk_map_tooltip_names_the_chunk_not_internal_fields() -> None:
+    import holoviews as hv
+    import holoviews.plotting.bokeh
+
+    from zarrlake.ui.dashboard.chunkplot import chunkmap_plot
+    from zarrlake.ui.dashboard.reader import ArrayInfo
+
+    info = ArrayInfo("t", (4, 4), (2, 2), "f4", ("lat", "lon"), {})
+    node = NodeDiff("t", "modified", "array", chunks_changed=frozenset({(0, 1)}))
+    plot = chunkmap_plot(chunk_map(node, info.grid), info)
+    tips = hv.Store.lookup_options("bokeh", plot, "plot").kwargs["hover_tooltips"]
+    assert [label for label, _ in tips] == ["chunk", "status", "rows", "columns"]
+    assert not any(f in str(tips) for f in ("x0", "y0", "x1", "y1", "code"))

@@ -88,7 +88,11 @@ class SessionsView(Viewer):
 
     def _flag(self, info: SessionInfo) -> str:
         if self._status(info) == "expired":
-            return '<span class="zl-flag-expired" style="color:#c62828;font-weight:bold">EXPIRED</span>'
+            # the text colour of the theme (readable in light and dark), a red frame
+            return (
+                '<span class="zl-flag-expired" style="font-weight:bold;border:2px solid '
+                '#d62728;border-radius:4px;padding:0 4px">EXPIRED</span>'
+            )
         return ""
 
     def refresh(self) -> None:
