@@ -60,6 +60,7 @@ SOURCES = {
     5: "1397a38",
     6: "fb66550",
     7: "18f7ea3",
+    8: "b4c21e8",
 }
 PLACEHOLDER = "@@STORAGE@@"
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"
