@@ -128,6 +128,10 @@ def test_quickstart_shows_its_data_its_diff_and_the_selected_dataset(tmp_path: P
     diff = "".join(_outputs(nb, "01-11"))
     assert "1 modified; chunks +0 ~2 -0" in diff
     assert "~ /surface/temperature (array); chunks ~2" in diff
+    # the chunk map: 7 days by 2 longitude chunks, the two chunks of 3 March changed
+    html = _html(nb, "01-11")
+    assert html.count('class="zl-changed" x=') == 2
+    assert "rows: time; columns: lon; lat folded in" in html
     assert "[(2, 0, 0), (2, 0, 1)]" in out
     assert "calibrate the southern sensor on 3 March" in out
     assert "south: 1.5" in out
