@@ -17,6 +17,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 import numpy as np
 
 import zarrlake
@@ -30,6 +33,7 @@ __all__ = [
     "build_demo",
     "climate_dataset",
     "is_demo_lake",
+    "opener",
     "refresh_sessions",
 ]
 
@@ -131,6 +135,22 @@ def refresh_sessions(repo: zarrlake.Repo) -> str | None:
     if any(s.status == "open" and s.author == OPEN_SESSION_AUTHOR for s in repo.sessions()):
         return None
     return _open_session(repo)
+
+
+def opener(path: str | Path) -> Callable[[], zarrlake.Repo]:
+    """A function that opens the lake at ``path`` for a dashboard page; for a demo lake it
+    first starts a new demo session if the last one expired (:func:`refresh_sessions`), so
+    every page shows a live countdown."""
+    path = Path(path)
+    demo = is_demo_lake(path)
+
+    def open_() -> zarrlake.Repo:
+        repo = zarrlake.Repo.open(path)
+        if demo:
+            refresh_sessions(repo)
+        return repo
+
+    return open_
 
 
 def _open_session(repo: zarrlake.Repo) -> str:
