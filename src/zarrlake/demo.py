@@ -179,13 +179,29 @@ def build_demo(path: str | Path, *, force: bool = False) -> zarrlake.Repo:
     return build_demo_report(Path(path), force=force).repo
 
 
-def build_demo_report(path: Path, *, force: bool = False) -> DemoReport:
-    """Like :func:`build_demo`, returning what was made."""
+class _Steps(dict[str, str]):
+    """The commits made so far, each announced as it is recorded."""
+
+    def __init__(self, say: Callable[[str], None] | None) -> None:
+        super().__init__()
+        self.say = say
+
+    def __setitem__(self, what: str, commit: str) -> None:
+        super().__setitem__(what, commit)
+        if self.say is not None:
+            self.say(f"  {what:<28} {commit[:10]}")
+
+
+def build_demo_report(
+    path: Path, *, force: bool = False, progress: Callable[[str], None] | None = None
+) -> DemoReport:
+    """Like :func:`build_demo`, returning what was made; ``progress`` is called with a line
+    for each commit as it is made."""
     import zarrlake.xarray as zx
 
     path = Path(path).expanduser().absolute()
     repo = _fresh(path, force)
-    rep = DemoReport(path, repo)
+    rep = DemoReport(path, repo, _Steps(progress))
     ds = climate_dataset()
     c = rep.commits
     c["main: initial grid"] = str(

@@ -60,9 +60,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         print(
             ("rebuilding" if exists else "building") + f" the demo lake at {path} ...", flush=True
         )
-        report = build_demo_report(path, force=args.force)
-        for line in report.lines():
-            print(line, flush=True)
+        report = build_demo_report(
+            path, force=args.force, progress=lambda line: print(line, flush=True)
+        )
+        for what, session in report.sessions.items():
+            print(f"  {what:<28} {session}", flush=True)
+        print(f"demo lake at {report.path}", flush=True)
     if args.no_serve:
         return 0
     open_page = opener(path)  # every page: a new demo session if the last one expired
