@@ -17,6 +17,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 import numpy as np
 
 import zarrlake
@@ -30,6 +33,7 @@ __all__ = [
     "build_demo",
     "climate_dataset",
     "is_demo_lake",
+    "opener",
     "refresh_sessions",
 ]
 
@@ -133,6 +137,22 @@ def refresh_sessions(repo: zarrlake.Repo) -> str | None:
     return _open_session(repo)
 
 
+def opener(path: str | Path) -> Callable[[], zarrlake.Repo]:
+    """A function that opens the lake at ``path`` for a dashboard page; for a demo lake it
+    first starts a new demo session if the last one expired (:func:`refresh_sessions`), so
+    every page shows a live countdown."""
+    path = Path(path)
+    demo = is_demo_lake(path)
+
+    def open_() -> zarrlake.Repo:
+        repo = zarrlake.Repo.open(path)
+        if demo:
+            refresh_sessions(repo)
+        return repo
+
+    return open_
+
+
 def _open_session(repo: zarrlake.Repo) -> str:
     import zarr
 
@@ -159,13 +179,29 @@ def build_demo(path: str | Path, *, force: bool = False) -> zarrlake.Repo:
     return build_demo_report(Path(path), force=force).repo
 
 
-def build_demo_report(path: Path, *, force: bool = False) -> DemoReport:
-    """Like :func:`build_demo`, returning what was made."""
+class _Steps(dict[str, str]):
+    """The commits made so far, each announced as it is recorded."""
+
+    def __init__(self, say: Callable[[str], None] | None) -> None:
+        super().__init__()
+        self.say = say
+
+    def __setitem__(self, what: str, commit: str) -> None:
+        super().__setitem__(what, commit)
+        if self.say is not None:
+            self.say(f"  {what:<28} {commit[:10]}")
+
+
+def build_demo_report(
+    path: Path, *, force: bool = False, progress: Callable[[str], None] | None = None
+) -> DemoReport:
+    """Like :func:`build_demo`, returning what was made; ``progress`` is called with a line
+    for each commit as it is made."""
     import zarrlake.xarray as zx
 
     path = Path(path).expanduser().absolute()
     repo = _fresh(path, force)
-    rep = DemoReport(path, repo)
+    rep = DemoReport(path, repo, _Steps(progress))
     ds = climate_dataset()
     c = rep.commits
     c["main: initial grid"] = str(

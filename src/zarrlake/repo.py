@@ -231,9 +231,11 @@ class Repo(VirtualSourcesMixin, ReviewMixin):
         return (Repo.from_config, (self.config,))
 
     def __repr__(self) -> str:
+        from zarrlake.display.commits import storage_words
+
         return (
             f"<zarrlake.Repo {self.name!r} catalog={safe_url(self.config.catalog)} "
-            f"storage={safe_url(self.storage)}>"
+            f"chunks {storage_words(self.storage)}>"
         )
 
     def _repr_html_(self) -> str:

@@ -51,6 +51,12 @@ def _outputs(nb: Any, cell_id: str) -> list[str]:
     ]
 
 
+def _html(nb: Any, cell_id: str) -> str:
+    """The HTML outputs of one cell."""
+    cell = next(c for c in nb.cells if c.get("id") == cell_id)
+    return "".join(str(o.get("data", {}).get("text/html", "")) for o in cell.get("outputs", []))
+
+
 def _execute(name: str, tmp_path: Path, env: dict[str, str] | None = None) -> tuple[Any, float]:
     from nbclient import NotebookClient
 
@@ -123,6 +129,10 @@ def test_quickstart_shows_its_data_its_diff_and_the_selected_dataset(tmp_path: P
     diff = "".join(_outputs(nb, "01-11"))
     assert "1 modified; chunks +0 ~2 -0" in diff
     assert "~ /surface/temperature (array); chunks ~2" in diff
+    # the chunk map: 7 days by 2 longitude chunks, the two chunks of 3 March changed
+    html = _html(nb, "01-11")
+    assert html.count('class="zl-changed" x=') == 2
+    assert "rows: time; columns: lon; lat folded in" in html
     assert "[(2, 0, 0), (2, 0, 1)]" in out
     assert "calibrate the southern sensor on 3 March" in out
     assert "south: 1.5" in out
@@ -156,6 +166,14 @@ def test_branches_notebook_merges_reverts_and_travels_in_time(tmp_path: Path) ->
     assert "experiment changed months [2, 3]" in out
     assert "main changed months       [3]" in out
     assert "main@{" in out
+    assert "chunk conflict at rain/precip chunk (3, 0, 0)" in "".join(_outputs(nb, "03-09"))
+    final = "".join(_outputs(nb, "03-24"))
+    assert "1 modified; chunks +0 ~2 -0" in final
+    assert "~ /rain/precip (array); chunks ~2" in final
+    # its chunk map is drawn along the months that changed (6 cells, 2 changed)
+    html = _html(nb, "03-24")
+    assert html.count('class="zl-changed" x=') == 2
+    assert "columns: month; lat, lon folded in" in html
 
 
 def test_dask_notebook_writes_from_two_worker_processes(tmp_path: Path) -> None:

@@ -238,7 +238,7 @@ def add_lake_args(sp: argparse.ArgumentParser, *operands: Operand) -> None:
     ``$ZARRLAKE_LAKE``, else ``./my-lake``. A lake written as the first word (the older
     form) is still understood where that is unambiguous (see :func:`bind_operands`)."""
     spec = " ".join(o.name if o.required else f"[{o.name}]" for o in operands)
-    sp.usage = f"%(prog)s [-C LAKE] [options] {spec}".rstrip()
+    sp.usage = f"%(prog)s [-C PATH] [options] {spec}".rstrip()
     sp.add_argument("words_", nargs="*", metavar="ARG", help=argparse.SUPPRESS)
     g = sp.add_argument_group("positional arguments")
     g.description = "\n".join(f"{o.name}: {o.help}" for o in operands) or None

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import zarrlake
 from zarrlake.cli._common import add_repo_args, open_repo
 from zarrlake.demo import DEFAULT_PATH
 
@@ -48,7 +47,7 @@ def _serve(opener: Any, args: argparse.Namespace, *, allow_writes: bool = False)
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     """Build the demo lake (or reuse the one at PATH) and serve the dashboard on it."""
-    from zarrlake.demo import build_demo_report, is_demo_lake, refresh_sessions
+    from zarrlake.demo import build_demo_report, opener
 
     path = Path(args.path)
     exists = path.exists() and any(path.iterdir())
@@ -61,24 +60,18 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         print(
             ("rebuilding" if exists else "building") + f" the demo lake at {path} ...", flush=True
         )
-        report = build_demo_report(path, force=args.force)
-        for line in report.lines():
-            print(line, flush=True)
+        report = build_demo_report(
+            path, force=args.force, progress=lambda line: print(line, flush=True)
+        )
+        for what, session in report.sessions.items():
+            print(f"  {what:<28} {session}", flush=True)
+        print(f"demo lake at {report.path}", flush=True)
     if args.no_serve:
         return 0
-    demo = is_demo_lake(path)
-
-    def opener() -> zarrlake.Repo:
-        # every page opens the lake: start a new demo session if the last one expired, so
-        # the countdown of an open session is always there to see
-        repo = zarrlake.Repo.open(path)
-        if demo:
-            refresh_sessions(repo)
-        return repo
-
-    opener()
+    open_page = opener(path)  # every page: a new demo session if the last one expired
+    open_page()
     print(f"serving {path}", flush=True)
-    return _serve(opener, args, allow_writes=args.allow_writes)
+    return _serve(open_page, args, allow_writes=args.allow_writes)
 
 
 def _cmd_ui(args: argparse.Namespace) -> int:

@@ -6,13 +6,29 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from zarrlake.display._base import esc, fmt_time, fmt_value, section, short, table, wrap
+from zarrlake.display._base import (
+    count,
+    esc,
+    fmt_time,
+    fmt_value,
+    section,
+    short,
+    table,
+    wrap,
+)
 from zarrlake.display.urls import safe_url
 
 if TYPE_CHECKING:
     from zarrlake.display._protocols import CommitLike, RepoLike
 
-__all__ = ["commit_html", "commit_text", "log_table_html", "repo_html", "repo_text"]
+__all__ = [
+    "commit_html",
+    "commit_text",
+    "log_table_html",
+    "repo_html",
+    "repo_text",
+    "storage_words",
+]
 
 MAX_REFS = 20  # branches or tags listed in a repo repr; the rest are counted
 RECENT = 5  # commits listed in a repo repr
@@ -97,13 +113,19 @@ class _RepoView:
     recent: list[CommitLike]
 
 
+def storage_words(storage: str) -> str:
+    """Where a repo keeps its chunks, for people: ``"."`` (an embedded lake's own directory,
+    so that the lake can move) in words, a URL without its credentials."""
+    return "in the lake's directory" if storage == "." else safe_url(storage)
+
+
 def _view(repo: RepoLike) -> _RepoView:
     branches, tags = dict(repo.branches()), dict(repo.tags())
     default = _default_branch(branches)
     recent = list(repo.log(default, limit=RECENT)) if default is not None else []
     return _RepoView(
         repo.name,
-        safe_url(repo.storage),  # a storage URL may carry a credential
+        storage_words(repo.storage),
         branches,
         tags,
         _heads(repo, branches),
@@ -114,7 +136,7 @@ def _view(repo: RepoLike) -> _RepoView:
 
 
 def _text(v: _RepoView) -> str:
-    lines = [f"zarrlake repo {v.name!r}  storage={v.storage}"]
+    lines = [f"zarrlake repo {v.name!r}  chunks {v.storage}"]
     for what, refs, heads in (
         ("branches", v.branches, v.branch_heads),
         ("tags", v.tags, v.tag_heads),
@@ -172,8 +194,8 @@ def repo_html(repo: RepoLike) -> str:
     v = _view(repo)
     title = (
         f"zarrlake repo <code>{esc(v.name)}</code> "
-        f'<span class="zl-muted">{len(v.branches)} branches · {len(v.tags)} tags · '
-        f"storage {esc(v.storage)}</span>"
+        f'<span class="zl-muted">{count(len(v.branches), "branch", "branches")} · '
+        f"{count(len(v.tags), 'tag')} · chunks {esc(v.storage)}</span>"
     )
     sections = [
         section("Branches", _ref_table(v.branch_heads, len(v.branches)), count=len(v.branches)),

@@ -102,3 +102,11 @@ def test_ui_serves_and_prints_the_write_token(tmp_path: Path) -> None:
         proc.terminate()
         proc.wait(20)
     assert repo.branches() == {"main": repo.resolve("main")}
+
+
+def test_a_lake_not_built_by_the_demo_gets_no_demo_session(tmp_path: Path) -> None:
+    from zarrlake.demo import opener
+
+    repo = zarrlake.Repo.create(tmp_path / "plain")
+    assert opener(tmp_path / "plain")() == repo
+    assert repo.sessions() == []

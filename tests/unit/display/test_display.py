@@ -286,3 +286,14 @@ def test_the_map_draws_the_two_axes_that_vary_most() -> None:
     # a long axis goes across rather than down
     assert choose_axes(marks((0, 0), (99, 1)), (100, 2)) == (1, 0)
     assert choose_axes(marks((3,)), (10,)) == (None, 0)
+
+
+def test_an_embedded_lake_says_where_its_chunks_are_in_words(sqlite_repo: zarrlake.Repo) -> None:
+    assert sqlite_repo.storage == "."
+    assert repr(sqlite_repo).endswith(" chunks in the lake's directory>")
+    assert display.repo_text(sqlite_repo).splitlines()[0] == (
+        "zarrlake repo 'default'  chunks in the lake's directory"
+    )
+    assert "1 branch · 0 tags · chunks in the lake&#x27;s directory" in display.repo_html(
+        sqlite_repo
+    )

@@ -31,7 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     lake = (args.lake or default_lake()).expanduser()
 
-    import zarrlake
+    from zarrlake.demo import opener
     from zarrlake.ui.dashboard import Served, serve
 
     if not (lake / "catalog.db").exists():
@@ -47,10 +47,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"zarrlake dashboard of {lake} on {served.url}", flush=True)
 
     # The repo is opened per browser session, so a lake removed later is a message on the
-    # page, not a crash. Any origin may connect: the browser only talks to the Jupyter
-    # server, which forwards to this process on loopback.
+    # page, not a crash, and the demo lake gets a new open session when the last expired (a
+    # live countdown on every page). Any origin may connect: the browser only talks to the
+    # Jupyter server, which forwards to this process on loopback.
     serve(
-        lambda: zarrlake.Repo.open(lake),
+        opener(lake),
         port=args.port,
         prefix=args.prefix,
         websocket_origin="*",
