@@ -131,7 +131,8 @@ def _cmd_protect(args: argparse.Namespace) -> int:
         emit_json({"protected": _rule_json(rule)})
     else:
         print(
-            f"branch {rule.branch} is protected: {rule.required_approvals} approval(s), checks "
+            f"branch {rule.branch} is protected: {rule.required_approvals} "
+            f"approval{'' if rule.required_approvals == 1 else 's'} required, checks "
             f"{', '.join(rule.required_checks) or 'none'}, direct commits "
             f"{'allowed' if rule.allow_direct_commits else 'refused'}"
         )

@@ -59,7 +59,9 @@ def _no_nan(p: Proposal, spec: CheckSpec) -> CheckResult:
     if not bad:
         return CheckResult(spec.name, True, "no NaN in the changed chunks")
     n = sum(len(c) for c in bad.values())
-    return CheckResult(spec.name, False, f"NaN in {n} changed chunk(s)", tuple(bad), bad)
+    return CheckResult(
+        spec.name, False, f"NaN in {n} changed chunk{'' if n == 1 else 's'}", tuple(bad), bad
+    )
 
 
 def _value_range(p: Proposal, spec: CheckSpec) -> CheckResult:
@@ -79,7 +81,11 @@ def _value_range(p: Proposal, spec: CheckSpec) -> CheckResult:
         return CheckResult(spec.name, True, f"values within [{low}, {high}]")
     n = sum(len(c) for c in bad.values())
     return CheckResult(
-        spec.name, False, f"values outside [{low}, {high}] in {n} changed chunk(s)", tuple(bad), bad
+        spec.name,
+        False,
+        f"values outside [{low}, {high}] in {n} changed chunk{'' if n == 1 else 's'}",
+        tuple(bad),
+        bad,
     )
 
 

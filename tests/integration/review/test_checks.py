@@ -32,7 +32,7 @@ def test_nan_in_a_changed_chunk_refuses_the_commit_and_changes_nothing(
     with pytest.raises(zarrlake.CheckFailedError) as err:
         s.commit("nan")
     assert [(f.name, f.chunks) for f in err.value.failures] == [("no-nan", {"temp": ((0, 0),)})]
-    assert "no-nan: NaN in 1 changed chunk(s) (temp chunks (0, 0))" in str(err.value)
+    assert "no-nan: NaN in 1 changed chunk (temp chunks (0, 0))" in str(err.value)
     assert repo.branches()["main"] == head
     # the session stays open: fixing the data lets it commit
     zarr.open_array(s.store, path="temp")[S] = 2.0

@@ -81,7 +81,7 @@ def test_the_request_is_shown_as_text_with_its_checks(
     assert "#1 <img src=x onerror=alert(1)>Recalibrate" in p.header()
     wait_until(lambda: len(p.check_rows()) == 2)
     assert p.check_rows() == [
-        "no-nan FAILED NaN in 1 changed chunk(s) temp: [(3, 3)]",
+        "no-nan FAILED NaN in 1 changed chunk temp: (3, 3)",
         "range passed values within [0, 10]",
     ]
     assert p.has_text("looks fine except the gap")

@@ -21,6 +21,7 @@ from zarrlake.review import PullRequest
 from zarrlake.ui.dashboard.common import fmt_time, short
 from zarrlake.ui.dashboard.context import Context
 from zarrlake.ui.dashboard.markup import alert, error_alert, html, html_pane
+from zarrlake.ui.dashboard.words import plural
 
 __all__ = ["PullsView"]
 
@@ -129,7 +130,11 @@ class PullsView(Viewer):
         results = pr.checks()
         self.checks.visible = bool(results)
         self.checks_note.object = (
-            html("<p>{} of {} check(s) passed.</p>", sum(r.passed for r in results), len(results))
+            html(
+                "<p>{} of {} passed.</p>",
+                sum(r.passed for r in results),
+                plural(len(results), "check"),
+            )
             if results
             else html("<p>No check applies to merges into {}.</p>", pr.target)
         )
@@ -143,7 +148,11 @@ class PullsView(Viewer):
                     "check": r.name,
                     "result": "passed" if r.passed else "FAILED",
                     "message": r.message,
-                    "chunks": "; ".join(f"{p}: {list(c)[:5]}" for p, c in r.chunks.items()),
+                    "chunks": "; ".join(
+                        f"{p}: {', '.join('(' + ', '.join(map(str, k)) + ')' for k in list(c)[:5])}"
+                        + (f" and {len(c) - 5} more" if len(c) > 5 else "")
+                        for p, c in r.chunks.items()
+                    ),
                 }
                 for r in results
             ],
