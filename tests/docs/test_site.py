@@ -167,3 +167,17 @@ def test_no_notebooks_is_not_an_error(tmp_path: Path) -> None:
     done = build(out, small_site(tmp_path), tmp_path / "absent")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "No tutorial notebook" in (out / "tutorials" / "index.html").read_text()
+
+
+def test_dashboard_page_shows_a_screenshot_of_every_page(site: Path) -> None:
+    import struct
+
+    page = text(site, "dashboard")
+    shown = re.findall(r'src="[./]*assets/screens/([a-z]+)-(light|dark)\.png"', page)
+    assert {name for name, _ in shown} == {
+        "overview", "history", "compare", "merge", "data", "sessions"
+    }  # fmt: skip
+    for name, theme in shown:
+        png = (site / "assets" / "screens" / f"{name}-{theme}.png").read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n", name
+        assert struct.unpack(">II", png[16:24]) == (1440, 900), name
