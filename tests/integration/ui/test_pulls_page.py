@@ -89,6 +89,21 @@ def test_the_request_is_shown_as_text_with_its_checks(
     p.keep("pulls-page")
 
 
+def test_the_request_s_changes_are_compared_chunk_by_chunk(
+    server: Server, lake: zarrlake.Repo, page: Any
+) -> None:
+    pr = lake.pull_request(1)
+    preview = pr.preview()
+    p = PullsPage(page, server.url).open(pr=1)
+    wait_until(lambda: p.has_text("Changes of the request, chunk by chunk"))
+    summary = wait_until(lambda: p.text(".zl-pr-review .zl-diff-summary"))
+    assert summary.startswith(f"{preview.base[:10]} → {preview.source_commit[:10]}")
+    assert "3 chunks: +0 ~3 -0" in summary  # the two recalibrated chunks and the gap
+    # the values of both sides and their difference are drawn for the chosen array
+    wait_until(lambda: page.locator(".zl-pr-review .zl-values canvas").count() >= 1)
+    p.keep("pulls-review")
+
+
 def test_approve_through_the_page(server: Server, lake: zarrlake.Repo, page: Any) -> None:
     p = PullsPage(page, server.url).open(pr=1)
     page.get_by_placeholder("token printed by --allow-writes").fill(TOKEN)

@@ -19,6 +19,7 @@ from panel.viewable import Viewer
 from zarrlake.display import diff_html
 from zarrlake.review import PullRequest
 from zarrlake.ui.dashboard.common import fmt_time, short
+from zarrlake.ui.dashboard.compare import CompareView
 from zarrlake.ui.dashboard.context import Context
 from zarrlake.ui.dashboard.markup import alert, error_alert, html, html_pane
 from zarrlake.ui.dashboard.words import plural
@@ -56,6 +57,9 @@ class PullsView(Viewer):
         self.checks_note = html_pane("", css_classes=["zl-pr-checks-note"])
         self.conflicts = html_pane("", css_classes=["zl-pr-conflicts"])
         self.changes = html_pane("", css_classes=["zl-pr-changes"], sizing_mode="stretch_width")
+        # The request's own changes (merge base -> source head) on the Compare page's view:
+        # nodes, fields, the chunk map and the values of A, B and their difference.
+        self.review = pn.Column(css_classes=["zl-pr-review"], sizing_mode="stretch_width")
         self.activity = html_pane("", css_classes=["zl-pr-activity"], sizing_mode="stretch_width")
         self.result = pn.Column()
         self._list()
@@ -166,6 +170,9 @@ class PullsView(Viewer):
         )
         if preview.changes is not None:
             self.changes.object = diff_html(preview.changes)
+        self.review.objects = [
+            CompareView(self.ctx, a=preview.base or preview.head, b=preview.source_commit)
+        ]
 
     def check_rows(self) -> list[tuple[str, str]]:
         """(check, result) of the pull request shown."""
@@ -242,6 +249,8 @@ class PullsView(Viewer):
             "#### Merge preview",
             self.conflicts,
             self.changes,
+            "#### Changes of the request, chunk by chunk (A: merge base, B: source head)",
+            self.review,
             "#### Activity",
             self.activity,
             *self._actions(),
