@@ -187,6 +187,11 @@ class CompareView(Viewer):
             return
         self.message.objects = []
         d = self.diff
+        if self.b.startswith(SESSION_PREFIX) and d.before and self.a != d.before:
+            # a session is compared with its base, whatever A said: A shows that commit
+            with param.parameterized.discard_events(self):
+                self.a = d.before
+            self.w_a.value = d.before
         s = d.summary()
         n_virtual = sum(len(n.chunks_virtual) for n in d)
         said = _said(s) + (f" ({plural(n_virtual, VIRTUAL_WORDS)})" if n_virtual else "")
