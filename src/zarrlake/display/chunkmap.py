@@ -4,7 +4,9 @@ labelled in coordinates (dates, latitudes) when they are known.
 
 An array of more than two chunk axes is drawn on the two along which the changed chunks
 differ most (a time series whose change spans two months is drawn along time, not folded
-into one square); the other axes are folded in, and the caption says so.
+into one square); the other axes are folded in, and the caption says so. A cell holding a
+chunk whose new content is a virtual reference (bytes read from an external file) is
+crossed by a diagonal stroke and says so in its tooltip.
 """
 
 from __future__ import annotations
@@ -100,6 +102,7 @@ class _Map:
     ndim: int
     info: ChunkAxes | None
     fixed: dict[int, int]  # folded axis -> the one chunk position every change has on it
+    virtual: frozenset[tuple[int, int]] = frozenset()  # cells holding a virtual reference
 
 
 def _layout(n: NodeDiffLike, given: Grid | None) -> _Map | None:
@@ -127,13 +130,26 @@ def _layout(n: NodeDiffLike, given: Grid | None) -> _Map | None:
         key = (pos(c, ar) // step_r, pos(c, ac) // step_c)
         prev = cells.get(key)
         cells[key] = status if prev in (None, status) else "mixed"
+    virtual = frozenset(
+        (pos(c, ar) // step_r, pos(c, ac) // step_c) for c in n.chunks_virtual if len(c) == ndim
+    )
     fixed = {
         a: marks[0][0][a]
         for a in range(ndim)
         if a not in (ar, ac) and len({c[a] for c, _ in marks}) == 1
     }
     return _Map(
-        ceil(er / step_r), ceil(ec / step_c), step_r, step_c, ar, ac, cells, ndim, info, fixed
+        ceil(er / step_r),
+        ceil(ec / step_c),
+        step_r,
+        step_c,
+        ar,
+        ac,
+        cells,
+        ndim,
+        info,
+        fixed,
+        virtual,
     )
 
 
@@ -206,10 +222,18 @@ def chunk_map_svg(n: NodeDiffLike, grid: Grid | None = None) -> str:
         )
         if not named and m.ndim <= 2 and m.step_r == m.step_c == 1:  # plain chunk coordinates
             where = f"chunk ({r}, {c})" if m.axis_r is not None else f"chunk ({c},)"
+        virtual = (r, c) in m.virtual
+        said = f"{status}, virtual reference" if virtual else status
         rects.append(
             f'<rect class="zl-{status}" x="{c * cell}" y="{r * cell}" width="{cell - 1}" '
-            f'height="{cell - 1}"><title>{esc(where or "the chunk")}: {status}</title></rect>'
+            f'height="{cell - 1}"><title>{esc(where or "the chunk")}: {said}</title></rect>'
         )
+        if virtual:  # a diagonal stroke in the text colour, readable on both themes
+            x, y, s = c * cell, r * cell, cell - 1
+            rects.append(
+                f'<path class="zl-virtual" d="M{x} {y + s}L{x + s} {y}" stroke="currentColor" '
+                f'stroke-width="1.5"><title>{esc(where or "the chunk")}: {said}</title></path>'
+            )
     note = _caption(m)
     caption = f'<div class="zl-muted">{esc(note)}</div>' if note else ""
     return (

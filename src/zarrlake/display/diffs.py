@@ -26,6 +26,8 @@ def _counts(n: NodeDiffLike) -> str:
         for sign, s in (("+", n.chunks_added), ("~", n.chunks_changed), ("-", n.chunks_removed))
         if s
     ]
+    if n.chunks_virtual:
+        parts.append(f"({len(n.chunks_virtual)} virtual)")
     return " ".join(parts)
 
 
@@ -36,9 +38,10 @@ def _title(d: DiffLike) -> str:
     ca = sum(len(n.chunks_added) for n in nodes)
     cc = sum(len(n.chunks_changed) for n in nodes)
     cr = sum(len(n.chunks_removed) for n in nodes)
+    cv = sum(len(n.chunks_virtual) for n in nodes)
     return (
         f"Diff {a}..{b}: {by['added']} added, {by['removed']} removed, {by['modified']} modified;"
-        f" chunks +{ca} ~{cc} -{cr}"
+        f" chunks +{ca} ~{cc} -{cr}" + (f" ({cv} virtual)" if cv else "")
     )
 
 
@@ -49,6 +52,14 @@ def _changes(n: NodeDiffLike) -> list[str]:
         for c in n.attributes
     ]
     return out
+
+
+def _virtual_legend(nodes: list[NodeDiffLike]) -> str:
+    """The legend's entry for virtual references, with their count (none: no entry)."""
+    n = sum(len(x.chunks_virtual) for x in nodes)
+    if not n:
+        return ""
+    return f'<span class="zl-legend-virtual">&#9585; virtual reference ({n:,})</span>'
 
 
 # -- the diff ----------------------------------------------------------------------------------
@@ -114,7 +125,7 @@ def diff_html(d: DiffLike, *, grids: Grids | None = None) -> str:
         '<div class="zl-legend zl-muted"><span class="zl-added">&#9632; added</span>'
         '<span class="zl-changed">&#9632; changed</span>'
         '<span class="zl-removed">&#9632; removed</span>'
-        '<span style="color:var(--zl-mix)">&#9632; mixed</span></div>'
+        '<span style="color:var(--zl-mix)">&#9632; mixed</span>' + _virtual_legend(nodes) + "</div>"
     )
     mapped = [n for n in nodes if n.chunks_added or n.chunks_changed or n.chunks_removed]
     maps = "".join(

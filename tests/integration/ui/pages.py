@@ -90,7 +90,8 @@ class ComparePage(DashboardPage):
     def state(self) -> dict[str, Any]:
         el = self.page.locator(".zl-chunkmap-state").first
         out: dict[str, Any] = {"text": el.inner_text()}
-        for k in ("array", "grid", "fixed", "added", "changed", "removed", "aggregated"):
+        keys = ("array", "grid", "fixed", "added", "changed", "removed", "virtual", "aggregated")
+        for k in keys:
             v = el.get_attribute(f"data-{k}")
             out[k] = json.loads(v) if v and k not in ("array",) else v
         return out

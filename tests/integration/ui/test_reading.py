@@ -1,5 +1,6 @@
 """What a reader meets: a page that loads with no request leaving the machine, a URL that
-names only the page shown, readable ids (WCAG AA), and the commit page's words."""
+names only the page shown, readable ids and session countdowns (WCAG AA), and the commit
+page's words."""
 
 from __future__ import annotations
 
@@ -105,3 +106,20 @@ def test_commit_page_reads_in_words_with_readable_ids(
     parent.click()  # a real link: the parent's page
     wait_until(lambda: f"commit={doc.parents[0]}" in page.url)
     wait_until(lambda: doc.parents[0] in p.details())
+
+
+@pytest.mark.parametrize("theme", ["default", "dark"])
+def test_an_expired_countdown_is_readable_on_both_themes(
+    server: Server, demo_lake: zarrlake.Repo, page: Any, theme: str
+) -> None:
+    from datetime import timedelta
+
+    from tests.integration.ui.pages import SessionsPage
+
+    s = demo_lake.writable_session("main", author="reader", expires_in=timedelta(seconds=2))
+    p = SessionsPage(page, server.url).open(theme=theme)
+    cd = p.countdown(str(s.id))
+    wait_until(lambda: cd.count() == 1 and cd.get_attribute("data-state") == "expired")
+    assert cd.inner_text() == "expired"
+    c = cd.evaluate(COLOURS)
+    assert contrast(c["fg"], c["bg"]) >= 4.5, c

@@ -27,7 +27,7 @@ def test_chunk_map_of_one_slice_marks_only_that_slice() -> None:
     assert m.listed["added"] == [(1, 2, 2)]
     assert m.cells[0, 2] == CHANGED
     assert m.cells[0, 0] == 0
-    assert m.counts == {"added": 1, "changed": 3, "removed": 0}
+    assert m.counts == {"added": 1, "changed": 3, "removed": 0, "virtual": 0}
 
 
 def test_a_million_chunk_grid_is_drawn_in_blocks() -> None:
@@ -122,3 +122,61 @@ def test_chunk_map_tooltip_names_the_chunk_not_internal_fields() -> None:
     tips = hv.Store.lookup_options("bokeh", plot, "plot").kwargs["hover_tooltips"]
     assert [label for label, _ in tips] == ["chunk", "status", "rows", "columns"]
     assert not any(f in str(tips) for f in ("x0", "y0", "x1", "y1", "code"))
+
+
+def test_chunk_map_marks_virtual_references_apart() -> None:
+    import holoviews as hv
+    import holoviews.plotting.bokeh
+
+    from zarrlake.ui.dashboard.chunkplot import chunkmap_plot, chunkmap_state_html
+    from zarrlake.ui.dashboard.reader import ArrayInfo
+
+    info = ArrayInfo("t", (4, 6), (2, 2), "f4", ("y", "x"), {})
+    node = NodeDiff(
+        "t",
+        "modified",
+        "array",
+        chunks_added=frozenset({(1, 1), (1, 2)}),
+        chunks_changed=frozenset({(0, 0)}),
+        chunks_virtual=frozenset({(1, 1), (1, 2)}),
+    )
+    m = chunk_map(node, info.grid)
+    assert m.listed["virtual"] == [(1, 1), (1, 2)]
+    assert m.virtual.tolist() == [[False, False, False], [False, True, True]]
+    assert "2 added, 1 changed, 0 removed (2 virtual references among them)" in (
+        chunkmap_state_html(m, info)
+    )
+    data = hv.render(chunkmap_plot(m, info)).renderers[0].data_source.data
+    status = dict(zip(data["chunk"], data["status"], strict=True))
+    assert status["(1, 1)"] == "added · virtual reference"
+    assert status["(0, 0)"] == "changed"  # bytes in the lake: no mark
+    outlined = {c for c, w in zip(data["chunk"], data["edge_width"], strict=True) if w > 1}
+    assert outlined == {"(1, 1)", "(1, 2)"}
+
+
+def test_virtual_references_stay_marked_when_the_grid_is_drawn_in_blocks() -> None:
+    node = NodeDiff(
+        "big",
+        "modified",
+        "array",
+        chunks_added=frozenset({(999, 999), (0, 0)}),
+        chunks_virtual=frozenset({(999, 999)}),
+    )
+    m = chunk_map(node, (1000, 1000))
+    br, bc = m.block
+    assert m.virtual[999 // br, 999 // bc]
+    assert int(m.virtual.sum()) == 1
+    assert m.counts["virtual"] == 1
+
+
+def test_a_slice_whose_chunks_all_have_one_status_is_still_coloured() -> None:
+    import holoviews as hv
+    import holoviews.plotting.bokeh
+
+    from zarrlake.ui.dashboard.chunkplot import COLORS, chunkmap_plot
+    from zarrlake.ui.dashboard.reader import ArrayInfo
+
+    info = ArrayInfo("t", (4, 6), (2, 6), "f4", ("y", "x"), {})
+    node = NodeDiff("t", "added", "array", chunks_added=frozenset({(0, 0), (1, 0)}))
+    glyph = hv.render(chunkmap_plot(chunk_map(node, info.grid), info)).renderers[0].glyph
+    assert glyph.fill_color == COLORS[1]  # every cell the green of "added"

@@ -82,6 +82,18 @@ def test_compare_against_a_sessions_staged_work(demo_lake: zarrlake.Repo) -> Non
     s.abandon()
 
 
+def test_compare_with_a_session_shows_its_base_commit_in_a(demo_lake: zarrlake.Repo) -> None:
+    s = demo_lake.writable_session("main", expires_in=timedelta(minutes=5))
+    zarr.open_array(s.store, path="precipitation")[2, 0, 0] = 99.0
+    base = demo_lake.resolve("main")
+    v = CompareView(Context(demo_lake), a="main~1", b=f"session:{s.id}")
+    assert v.w_a.value == base  # the A box, not main~1
+    assert v.a == base
+    assert v.diff is not None
+    assert v.diff.before == base
+    s.abandon()
+
+
 def test_compare_rebuilds_the_slice_controls_when_the_axes_change(
     demo_lake: zarrlake.Repo,
 ) -> None:

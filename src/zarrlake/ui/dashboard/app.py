@@ -242,7 +242,8 @@ def _page_from_url(default: str) -> str:
 
 CSS = """
 .zl-countdown { font-family: monospace; font-weight: bold; }
-.zl-countdown[data-state="expired"] { color: #c62828; }
+.zl-countdown[data-state="expired"] { color: #fff; background: #c62828; border-radius: 3px;
+  padding: 0 4px; }
 .zl-countdown[data-state="closed"] { color: #777; }
 .zl-session { border-bottom: 1px solid rgba(128,128,128,0.3); align-items: center; }
 """

@@ -3,7 +3,8 @@
 One 2-D slice of the chunk grid at a time (two axes shown, the others fixed at a chunk
 index). Grids larger than ``MAX_SIDE`` cells a side are aggregated into blocks, each block
 showing the strongest change inside it, so a million-chunk grid draws as at most
-``MAX_SIDE``² cells.
+``MAX_SIDE``² cells. Added or changed chunks whose new content is a virtual reference (bytes
+read from an external file) are marked apart in ``virtual``, a mask over the same cells.
 """
 
 from __future__ import annotations
@@ -15,10 +16,20 @@ import numpy as np
 
 from zarrlake import NodeDiff
 
-__all__ = ["ADDED", "CHANGED", "MAX_SIDE", "REMOVED", "STATUS", "ChunkMap", "chunk_map"]
+__all__ = [
+    "ADDED",
+    "CHANGED",
+    "MAX_SIDE",
+    "REMOVED",
+    "STATUS",
+    "VIRTUAL",
+    "ChunkMap",
+    "chunk_map",
+]
 
 ADDED, CHANGED, REMOVED = 1, 2, 3
 STATUS = {0: "unchanged", ADDED: "added", CHANGED: "changed", REMOVED: "removed"}
+VIRTUAL = "virtual"  # the key of virtual references in counts and listings
 MAX_SIDE = 400
 # Listing every marked chunk of the slice (for hover and the page's state) stops here.
 MAX_LISTED = 2000
@@ -26,7 +37,9 @@ MAX_LISTED = 2000
 
 @dataclass(frozen=True)
 class ChunkMap:
-    """A 2-D view of the chunk grid; ``cells[r, c]`` is a status code (see ``STATUS``)."""
+    """A 2-D view of the chunk grid; ``cells[r, c]`` is a status code (see ``STATUS``), and
+    ``virtual[r, c]`` is true where the cell holds a chunk whose new content is a virtual
+    reference. Counts and listings have a ``virtual`` key beside the statuses."""
 
     cells: np.ndarray
     rows_axis: int | None
@@ -37,6 +50,7 @@ class ChunkMap:
     counts: dict[str, int]  # over the whole array
     slice_counts: dict[str, int]  # in the slice shown
     listed: dict[str, list[tuple[int, ...]]]  # chunk coords per status in the slice (capped)
+    virtual: np.ndarray
 
     @property
     def aggregated(self) -> bool:
@@ -73,6 +87,7 @@ def chunk_map(
     n_rows = grid[rows_axis] if rows_axis is not None else 1
     n_cols = grid[cols_axis] if cols_axis is not None else 1
     full = np.zeros((n_rows, n_cols), dtype=np.int8)
+    virtual = np.zeros((n_rows, n_cols), dtype=bool)
     counts: dict[str, int] = {}
     slice_counts: dict[str, int] = {}
     listed: dict[str, list[tuple[int, ...]]] = {}
@@ -81,12 +96,13 @@ def chunk_map(
             (ADDED, node.chunks_added),
             (CHANGED, node.chunks_changed),
             (REMOVED, node.chunks_removed),
+            (VIRTUAL, node.chunks_virtual),
         )
         if node is not None
         else ()
     )
     for code, chunks in sets:
-        name = STATUS[code]
+        name = code if isinstance(code, str) else STATUS[code]
         counts[name] = len(chunks)
         c = _coords(chunks, ndim)
         keep = np.ones(len(c), dtype=bool)
@@ -97,14 +113,32 @@ def chunk_map(
         r = c[:, rows_axis] if rows_axis is not None else np.zeros(len(c), dtype=np.int64)
         k = c[:, cols_axis] if cols_axis is not None else np.zeros(len(c), dtype=np.int64)
         inside = (r < n_rows) & (k < n_cols)
-        full[r[inside], k[inside]] = np.maximum(full[r[inside], k[inside]], code)
+        if code == VIRTUAL:
+            virtual[r[inside], k[inside]] = True
+        else:
+            full[r[inside], k[inside]] = np.maximum(full[r[inside], k[inside]], code)
         slice_counts[name] = len(c)
         if len(c) <= MAX_LISTED:
             listed[name] = sorted(tuple(int(x) for x in row) for row in c)
     br = max(1, -(-n_rows // max_side))
     bc = max(1, -(-n_cols // max_side))
-    cells = _aggregate(full, br, bc) if (br, bc) != (1, 1) else full
-    return ChunkMap(cells, rows_axis, cols_axis, fix, (br, bc), grid, counts, slice_counts, listed)
+    if (br, bc) != (1, 1):
+        cells = _aggregate(full, br, bc)
+        virtual = _any(virtual, br, bc)
+    else:
+        cells = full
+    return ChunkMap(
+        cells, rows_axis, cols_axis, fix, (br, bc), grid, counts, slice_counts, listed, virtual
+    )
+
+
+def _any(mask: np.ndarray, br: int, bc: int) -> np.ndarray:
+    """Each ``br`` x ``bc`` block becomes one cell: true if any chunk inside it is."""
+    r, c = mask.shape
+    pad = np.zeros((-(-r // br) * br, -(-c // bc) * bc), dtype=bool)
+    pad[:r, :c] = mask
+    out: np.ndarray = pad.reshape(pad.shape[0] // br, br, pad.shape[1] // bc, bc).any(axis=(1, 3))
+    return out
 
 
 def _aggregate(full: np.ndarray, br: int, bc: int) -> np.ndarray:

@@ -1,5 +1,9 @@
 # mypy: disallow-untyped-calls=False
-"""Drawing a :class:`ChunkMap`: cells with hover details when few, an image when many."""
+"""Drawing a :class:`ChunkMap`: cells with hover details when few, an image when many.
+
+Cells holding a virtual reference get a thick dark outline and say ``virtual reference`` in
+their tooltip (an aggregated image cannot outline cells; the state line still counts them).
+"""
 
 from __future__ import annotations
 
@@ -9,13 +13,16 @@ import holoviews as hv  # type: ignore[import-untyped]
 import numpy as np
 import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
-from zarrlake.ui.dashboard.chunkmap import STATUS, ChunkMap
+from zarrlake.ui.dashboard.chunkmap import STATUS, VIRTUAL, ChunkMap
 from zarrlake.ui.dashboard.markup import esc, html
 from zarrlake.ui.dashboard.reader import ArrayInfo, coord_label
+from zarrlake.ui.dashboard.words import plural
 
-__all__ = ["COLORS", "chunkmap_plot", "chunkmap_state_html"]
+__all__ = ["COLORS", "VIRTUAL_OUTLINE", "VIRTUAL_WORDS", "chunkmap_plot", "chunkmap_state_html"]
 
 COLORS = ["#d9d9d9", "#2ca02c", "#ff7f0e", "#d62728"]  # unchanged, added, changed, removed
+VIRTUAL_OUTLINE = "#b0179e"  # outline of a virtual reference: seen on both themes
+VIRTUAL_WORDS = "virtual reference"
 MAX_RECTS = 4096
 
 
@@ -55,14 +62,23 @@ def chunkmap_plot(m: ChunkMap, info: ArrayInfo, height: int = 480) -> hv.Element
         r, c = np.indices((n_rows, n_cols))
         r, c = r.ravel(), c.ravel()
         codes = m.cells.ravel()
+        virtual = m.virtual.ravel()
         df = pd.DataFrame(
             {
                 "x0": c,
                 "y0": r,
                 "x1": c + 1,
                 "y1": r + 1,
-                "status": [STATUS[int(k)] for k in codes],
+                "status": [
+                    STATUS[int(k)] + (f" · {VIRTUAL_WORDS}" if v else "")
+                    for k, v in zip(codes, virtual, strict=True)
+                ],
                 "code": codes.astype(int),
+                # colours by value, not through a colour map: a slice whose cells all have
+                # one status is a constant column, which a colour map would not colour
+                "fill": [COLORS[int(k)] for k in codes],
+                "edge": [VIRTUAL_OUTLINE if v else "white" for v in virtual],
+                "edge_width": np.where(virtual, 4.0, 0.5),
                 "chunk": [_chunk_text(m, int(i), int(j)) for i, j in zip(r, c, strict=True)],
                 "rows": [_range(info, m.rows_axis, int(i) * br, int(i) * br + br - 1) for i in r],
                 "cols": [_range(info, m.cols_axis, int(j) * bc, int(j) * bc + bc - 1) for j in c],
@@ -73,13 +89,13 @@ def chunkmap_plot(m: ChunkMap, info: ArrayInfo, height: int = 480) -> hv.Element
             "yticks": _ticks(info, m.rows_axis, n_rows, br),
         }
         return hv.Rectangles(
-            df, ["x0", "y0", "x1", "y1"], ["status", "code", "chunk", "rows", "cols"]
+            df,
+            ["x0", "y0", "x1", "y1"],
+            ["status", "code", "chunk", "rows", "cols", "fill", "edge", "edge_width"],
         ).opts(
-            color="code",
-            cmap=COLORS,
-            clim=(-0.5, 3.5),
-            line_color="white",
-            line_width=0.5,
+            color="fill",
+            line_color="edge",
+            line_width="edge_width",
             tools=["hover"],
             hover_tooltips=[
                 ("chunk", "@chunk"),
@@ -138,6 +154,7 @@ def chunkmap_state_html(m: ChunkMap, info: ArrayInfo) -> str:
         + (f"; slice {fixed}" if fixed else "")
         + f"; in this slice {sc.get('added', 0)} added, {sc.get('changed', 0)} changed, "
         f"{sc.get('removed', 0)} removed"
+        + (f" ({plural(sc[VIRTUAL], VIRTUAL_WORDS)} among them)" if sc.get(VIRTUAL) else "")
         + (f"; shown in blocks of {m.block[0]}x{m.block[1]} chunks" if m.aggregated else "")
     )
     attrs = {

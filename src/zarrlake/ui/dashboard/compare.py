@@ -16,7 +16,12 @@ from panel.viewable import Viewer
 from zarrlake import Diff, DiffSummary, NodeDiff
 from zarrlake.model.diff import ABSENT
 from zarrlake.ui.dashboard.chunkmap import ChunkMap, chunk_map
-from zarrlake.ui.dashboard.chunkplot import chunkmap_plot, chunkmap_state_html
+from zarrlake.ui.dashboard.chunkplot import (
+    VIRTUAL_OUTLINE,
+    VIRTUAL_WORDS,
+    chunkmap_plot,
+    chunkmap_state_html,
+)
 from zarrlake.ui.dashboard.common import short
 from zarrlake.ui.dashboard.context import Context
 from zarrlake.ui.dashboard.markup import error_alert, html, html_pane
@@ -33,6 +38,16 @@ from zarrlake.ui.dashboard.words import field_sentence, plural, value_text
 __all__ = ["SESSION_PREFIX", "CompareView"]
 
 SESSION_PREFIX = "session:"
+LEGEND = (
+    '<span style="color:#2ca02c">■ added</span> &nbsp; '
+    '<span style="color:#ff7f0e">■ changed</span> &nbsp; '
+    '<span style="color:#d62728">■ removed</span> &nbsp; '
+    '<span style="color:#999">■ unchanged</span> &nbsp; '
+    '<span class="zl-legend-virtual"><span style="display:inline-block;width:0.9em;'
+    f"height:0.9em;border:3px solid {VIRTUAL_OUTLINE};background:#d9d9d9;"
+    'vertical-align:middle;box-sizing:border-box"></span> '
+    f"{VIRTUAL_WORDS}</span>"
+)
 
 
 def _v(x: Any, field: str) -> str:
@@ -172,9 +187,16 @@ class CompareView(Viewer):
             return
         self.message.objects = []
         d = self.diff
+        if self.b.startswith(SESSION_PREFIX) and d.before and self.a != d.before:
+            # a session is compared with its base, whatever A said: A shows that commit
+            with param.parameterized.discard_events(self):
+                self.a = d.before
+            self.w_a.value = d.before
         s = d.summary()
+        n_virtual = sum(len(n.chunks_virtual) for n in d)
+        said = _said(s) + (f" ({plural(n_virtual, VIRTUAL_WORDS)})" if n_virtual else "")
         self.summary.object = html(
-            "<p><b>{} → {}</b>: {}</p>", short(d.before), short(d.after) or "staged", _said(s)
+            "<p><b>{} → {}</b>: {}</p>", short(d.before), short(d.after) or "staged", said
         )
         self.nodes.value = pd.DataFrame(
             [
@@ -187,6 +209,7 @@ class CompareView(Viewer):
                     "chunks +": len(n.chunks_added),
                     "chunks ~": len(n.chunks_changed),
                     "chunks -": len(n.chunks_removed),
+                    VIRTUAL_WORDS + "s": len(n.chunks_virtual),
                 }
                 for n in d
             ]
@@ -420,12 +443,7 @@ class CompareView(Viewer):
             pn.Tabs(("Nodes", self.nodes), ("Fields", self.fields), sizing_mode="stretch_width"),
             "### Chunk map",
             pn.Row(self.w_array, self.w_rows, self.w_cols, self.sliders),
-            pn.pane.HTML(
-                '<span style="color:#2ca02c">■ added</span> &nbsp; '
-                '<span style="color:#ff7f0e">■ changed</span> &nbsp; '
-                '<span style="color:#d62728">■ removed</span> &nbsp; '
-                '<span style="color:#999">■ unchanged</span>'
-            ),
+            pn.pane.HTML(LEGEND, css_classes=["zl-chunkmap-legend"]),
             self.map_state,
             pn.Row(
                 pn.Column("#### Chunks", self.map_plot, sizing_mode="stretch_width"),
