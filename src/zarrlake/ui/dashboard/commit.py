@@ -56,10 +56,12 @@ def commit_html(repo: Repo, info: CommitInfo) -> str:
     else:
         head += "<p>the first commit of this lake: no parent</p>"
     head += review_html(info)
-    if info.metadata:
+    worded = {"checks": bool(info.checks), "pull_request": info.pull_request is not None}
+    shown = {k: v for k, v in info.metadata.items() if not worded.get(k)}
+    if shown:
         items = "".join(
             html("<li><b>{}</b>: <span class='zl-text'>{}</span></li>", k, value_text(v))
-            for k, v in info.metadata.items()
+            for k, v in shown.items()
         )
         head += f"<p>metadata</p><ul class='zl-meta'>{items}</ul>"
     head += "</div>"
