@@ -225,6 +225,19 @@ class CommitInfo:
         found = self.metadata.get("pull_request")
         return found if isinstance(found, int) and not isinstance(found, bool) else None
 
+    def checks_summary(self) -> str:
+        """The checks that judged this commit on one line: ``2 passed``, or each failure with
+        its message first (``no-nan failed: NaN in 1 changed chunk(s); 1 passed``); ``""``
+        if none ran."""
+        checks = self.checks
+        failed = [
+            f"{name} failed: {r.get('message', '')}" if isinstance(r, dict) else f"{name} failed"
+            for name, r in checks.items()
+            if not (isinstance(r, dict) and r.get("passed") is True)
+        ]
+        passed = len(checks) - len(failed)
+        return "; ".join([*failed, *([f"{passed} passed"] if passed else [])])
+
     def __repr__(self) -> str:
         when = self.created_at.isoformat(timespec="seconds")
         return f"<Commit {self.id[:10]} {when} {self.author}: {self.message!r}>"

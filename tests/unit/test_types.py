@@ -177,3 +177,14 @@ def test_commit_info_parent() -> None:
     when = from_epoch(0)
     assert CommitInfo("a", (), "me", "m", {}, when).parent is None
     assert CommitInfo("a", ("p", "q"), "me", "m", {}, when).parent == "p"
+
+
+def test_commit_checks_summary_puts_failures_first() -> None:
+    checks = {
+        "no-nan": {"passed": False, "message": "NaN in 1 changed chunk(s)"},
+        "range": {"passed": True, "message": "values within [0, 1]"},
+        "units": {"passed": True, "message": "ok"},
+    }
+    info = CommitInfo("a", (), "me", "m", {"checks": checks}, from_epoch(0))
+    assert info.checks_summary() == "no-nan failed: NaN in 1 changed chunk(s); 2 passed"
+    assert CommitInfo("a", (), "me", "m", {}, from_epoch(0)).checks_summary() == ""

@@ -73,6 +73,8 @@ def commit_json(c: CommitInfo) -> dict[str, Any]:
         "message": c.message,
         "metadata": c.metadata,
         "created_at": time_json(c.created_at),
+        "checks": c.checks,
+        "pull_request": c.pull_request,
     }
 
 

@@ -24,6 +24,19 @@ def _first_line(text: str) -> str:
     return text.splitlines()[0] if text else ""
 
 
+def _review_lines(c: CommitInfo) -> list[str]:
+    """What review says of a commit: its pull request and its checks (none: no line)."""
+    lines = [f"pull request #{c.pull_request}"] if c.pull_request is not None else []
+    summary = c.checks_summary()
+    return [*lines, f"checks: {summary}"] if summary else lines
+
+
+def _log_message(c: CommitInfo) -> str:
+    text = _first_line(c.message) + (" (merge)" if len(c.parents) > 1 else "")
+    review = _review_lines(c)
+    return text + (f"  [{', '.join(review)}]" if review else "")
+
+
 def _cmd_log(args: argparse.Namespace) -> int:
     from zarrlake.cli._graph import graph_lines
     from zarrlake.display._base import fmt_time
@@ -43,7 +56,9 @@ def _cmd_log(args: argparse.Namespace) -> int:
 
         def describe(c: CommitInfo) -> str:
             cid = c.id[:10] if tty else c.id
-            return f"{cid}  {fmt_time(c.created_at)}  {c.author}  {_first_line(c.message)}"
+            review = _review_lines(c)
+            tail = f"  [{', '.join(review)}]" if review else ""
+            return f"{cid}  {fmt_time(c.created_at)}  {c.author}  {_first_line(c.message)}{tail}"
 
         for line in graph_lines(graph.rows, graph.incoming, graph.width, describe):
             print(line)
@@ -56,7 +71,7 @@ def _cmd_log(args: argparse.Namespace) -> int:
                 c.id[:10] if tty else c.id,
                 fmt_time(c.created_at),
                 c.author,
-                _first_line(c.message) + (" (merge)" if len(c.parents) > 1 else ""),
+                _log_message(c),
             )
             for c in commits
         ],
@@ -74,6 +89,10 @@ def _cmd_show(args: argparse.Namespace) -> int:
         emit_json({"commit": commit_json(info), "diff": diff_json(d) if d is not None else None})
         return 0
     print(commit_text(info))
+    review = _review_lines(info)
+    if review:
+        print()
+        print("\n".join(review))
     if d is not None:
         print()
         print(diff_text(d, maps=args.map, grids=chunk_axes(repo, d) if args.map else None))

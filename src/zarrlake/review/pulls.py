@@ -5,8 +5,10 @@ the target's head, by compare-and-swap, recorded with the pull request in one tr
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import zarrlake.history as history
+from zarrlake._optional import load
 from zarrlake.core import RepoCore
 from zarrlake.core.checks import run_checks
 from zarrlake.core.gate import load_gate
@@ -272,6 +274,11 @@ class PullRequest:
         return head
 
     # -- display -----------------------------------------------------------------------------
+
+    def widget(self, user: str = "") -> Any:
+        """A Jupyter widget: title, state, checks, approvals and conflicts, with buttons to
+        approve and merge as ``user``. Needs the ``ui`` extra."""
+        return load("zarrlake.ui.widgets", "PullRequestWidget", "ui")(self, user)
 
     def __repr__(self) -> str:
         return f"<PullRequest #{self.number} {self.state} {self.source} -> {self.target}: {self.title!r}>"

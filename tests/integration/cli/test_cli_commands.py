@@ -53,6 +53,8 @@ def test_log_show_and_their_json(lake: Lake) -> None:
         "message",
         "metadata",
         "created_at",
+        "checks",
+        "pull_request",
     }
     assert doc["commits"][0]["parents"] == [c1]
     assert doc["commits"][1]["metadata"] == {"value": 1.0}

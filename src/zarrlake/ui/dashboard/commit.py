@@ -11,7 +11,7 @@ from zarrlake.ui.dashboard.common import fmt_time, short
 from zarrlake.ui.dashboard.markup import html
 from zarrlake.ui.dashboard.words import ago, field_sentence, node_title, plural, value_text
 
-__all__ = ["commit_html", "link"]
+__all__ = ["commit_html", "link", "review_html"]
 
 MAX_CARDS = 50
 
@@ -55,10 +55,13 @@ def commit_html(repo: Repo, info: CommitInfo) -> str:
         )
     else:
         head += "<p>the first commit of this lake: no parent</p>"
-    if info.metadata:
+    head += review_html(info)
+    worded = {"checks": bool(info.checks), "pull_request": info.pull_request is not None}
+    shown = {k: v for k, v in info.metadata.items() if not worded.get(k)}
+    if shown:
         items = "".join(
             html("<li><b>{}</b>: <span class='zl-text'>{}</span></li>", k, value_text(v))
-            for k, v in info.metadata.items()
+            for k, v in shown.items()
         )
         head += f"<p>metadata</p><ul class='zl-meta'>{items}</ul>"
     head += "</div>"
@@ -66,6 +69,21 @@ def commit_html(repo: Repo, info: CommitInfo) -> str:
         return head
     d = repo.diff(info.parents[0], info.id)
     return head + changes_html(d)
+
+
+def review_html(info: CommitInfo) -> str:
+    """The pull request the commit merged (a link to it) and the checks that judged it."""
+    out = ""
+    if info.pull_request is not None:
+        out += html(
+            '<p class="zl-pull">merged <a href="{}">pull request #{}</a></p>',
+            link(page="pulls", pr=str(info.pull_request)),
+            info.pull_request,
+        )
+    summary = info.checks_summary()
+    if summary:
+        out += html('<p class="zl-checks">checks: <span class="zl-text">{}</span></p>', summary)
+    return out
 
 
 def changes_html(d: Diff) -> str:
