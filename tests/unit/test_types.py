@@ -181,10 +181,10 @@ def test_commit_info_parent() -> None:
 
 def test_commit_checks_summary_puts_failures_first() -> None:
     checks = {
-        "no-nan": {"passed": False, "message": "NaN in 1 changed chunk(s)"},
+        "no-nan": {"passed": False, "message": "NaN in 1 changed chunk"},
         "range": {"passed": True, "message": "values within [0, 1]"},
         "units": {"passed": True, "message": "ok"},
     }
     info = CommitInfo("a", (), "me", "m", {"checks": checks}, from_epoch(0))
-    assert info.checks_summary() == "no-nan failed: NaN in 1 changed chunk(s); 2 passed"
+    assert info.checks_summary() == "no-nan failed: NaN in 1 changed chunk; 2 passed"
     assert CommitInfo("a", (), "me", "m", {}, from_epoch(0)).checks_summary() == ""

@@ -13,6 +13,7 @@ from zarrlake.cli._output import (
     print_table,
     stdout_is_tty,
 )
+from zarrlake.display import review_lines
 
 if TYPE_CHECKING:
     from zarrlake import CommitInfo
@@ -24,16 +25,9 @@ def _first_line(text: str) -> str:
     return text.splitlines()[0] if text else ""
 
 
-def _review_lines(c: CommitInfo) -> list[str]:
-    """What review says of a commit: its pull request and its checks (none: no line)."""
-    lines = [f"pull request #{c.pull_request}"] if c.pull_request is not None else []
-    summary = c.checks_summary()
-    return [*lines, f"checks: {summary}"] if summary else lines
-
-
 def _log_message(c: CommitInfo) -> str:
     text = _first_line(c.message) + (" (merge)" if len(c.parents) > 1 else "")
-    review = _review_lines(c)
+    review = review_lines(c)
     return text + (f"  [{', '.join(review)}]" if review else "")
 
 
@@ -56,7 +50,7 @@ def _cmd_log(args: argparse.Namespace) -> int:
 
         def describe(c: CommitInfo) -> str:
             cid = c.id[:10] if tty else c.id
-            review = _review_lines(c)
+            review = review_lines(c)
             tail = f"  [{', '.join(review)}]" if review else ""
             return f"{cid}  {fmt_time(c.created_at)}  {c.author}  {_first_line(c.message)}{tail}"
 
@@ -89,10 +83,6 @@ def _cmd_show(args: argparse.Namespace) -> int:
         emit_json({"commit": commit_json(info), "diff": diff_json(d) if d is not None else None})
         return 0
     print(commit_text(info))
-    review = _review_lines(info)
-    if review:
-        print()
-        print("\n".join(review))
     if d is not None:
         print()
         print(diff_text(d, maps=args.map, grids=chunk_axes(repo, d) if args.map else None))

@@ -78,7 +78,8 @@ def judge(gate: Gate, proposal: Proposal) -> tuple[list[CheckResult], dict[str, 
     if failed:
         what = "commit" if gate.event == "commit" else "merge"
         raise CheckFailedError(
-            f"{len(failed)} of {len(results)} check(s) of branch {gate.branch!r} refused the "
+            f"{len(failed)} of {len(results)} check{'' if len(results) == 1 else 's'} of branch "
+            f"{gate.branch!r} refused the "
             f"{what}; nothing was changed",
             [CheckFailure(r.name, r.message, r.arrays, r.chunks or None) for r in failed],
         )

@@ -9,7 +9,14 @@ variables, every user string escaped.
 
 from zarrlake.display._base import esc
 from zarrlake.display.chunkmap import ChunkAxes, chunk_axes, chunk_map_svg, chunk_map_text
-from zarrlake.display.commits import commit_html, commit_text, log_table_html, repo_html, repo_text
+from zarrlake.display.commits import (
+    commit_html,
+    commit_text,
+    log_table_html,
+    repo_html,
+    repo_text,
+    review_lines,
+)
 from zarrlake.display.conflicts import (
     conflict_error_html,
     conflict_error_text,
@@ -51,6 +58,7 @@ __all__ = [
     "report_fields",
     "report_html",
     "report_text",
+    "review_lines",
     "session_html",
     "session_info_html",
     "session_info_text",

@@ -27,6 +27,7 @@ __all__ = [
     "log_table_html",
     "repo_html",
     "repo_text",
+    "review_lines",
     "storage_words",
 ]
 
@@ -40,8 +41,22 @@ def _meta_rows(metadata: Mapping[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
+def review_lines(info: CommitLike) -> list[str]:
+    """What review says of a commit: the pull request it merged and the checks that judged
+    it (no line for what did not happen)."""
+    lines = [f"pull request #{info.pull_request}"] if info.pull_request is not None else []
+    summary = info.checks_summary()
+    return [*lines, f"checks: {summary}"] if summary else lines
+
+
+def _plain_metadata(info: CommitLike) -> dict[str, Any]:
+    """The metadata not already said in words by :func:`review_lines`."""
+    worded = {"checks": bool(info.checks), "pull_request": info.pull_request is not None}
+    return {k: v for k, v in info.metadata.items() if not worded.get(k)}
+
+
 def commit_text(info: CommitLike) -> str:
-    """A commit on a few lines: id, parents, author, time, message, metadata."""
+    """A commit on a few lines: id, parents, author, time, message, review, metadata."""
     lines = [f"commit {info.id}"]
     if len(info.parents) > 1:
         lines.append("merge  " + " ".join(p[:10] for p in info.parents))
@@ -50,8 +65,12 @@ def commit_text(info: CommitLike) -> str:
     lines.append(f"author {info.author}")
     lines.append(f"date   {fmt_time(info.created_at)}")
     lines += ["", *(f"    {line}" for line in (info.message or "(no message)").splitlines())]
-    if info.metadata:
-        lines += ["", *(f"    {k}: {v}" for k, v in _meta_rows(info.metadata))]
+    review = review_lines(info)
+    if review:
+        lines += ["", *review]
+    metadata = _plain_metadata(info)
+    if metadata:
+        lines += ["", *(f"    {k}: {v}" for k, v in _meta_rows(metadata))]
     return "\n".join(lines)
 
 
@@ -75,8 +94,12 @@ def commit_html(info: CommitLike) -> str:
         raw=True,
     )
     message = f'<div style="white-space:pre-wrap">{esc(info.message or "(no message)")}</div>'
-    sections = [section("Message", message), section("Details", facts, open_=False)]
-    rows = _meta_rows(info.metadata)
+    sections = [section("Message", message)]
+    review = review_lines(info)
+    if review:
+        sections.append(section("Review", "<br>".join(esc(line) for line in review)))
+    sections.append(section("Details", facts, open_=False))
+    rows = _meta_rows(_plain_metadata(info))
     sections.append(section("Metadata", table(["key", "value"], rows), count=len(rows)))
     return wrap("commit", title, sections, commit_text(info))
 

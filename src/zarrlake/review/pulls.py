@@ -223,7 +223,8 @@ class PullRequest:
             } - set(have)
             note = f" (approvals of earlier heads by {', '.join(sorted(stale))} no longer count)"
             raise PullRequestError(
-                f"pull request #{self.number} needs {need} approval(s) of the source's head "
+                f"pull request #{self.number} needs {need} approval{'' if need == 1 else 's'} of the "
+                f"source's head "
                 f"{head[:10]}, it has {len(have)}{note if stale else ''}; ask a reviewer"
             )
         target = history.ref_commit(self._core, self.target, "branch")

@@ -39,7 +39,7 @@ def test_widget_shows_the_pull_request_escaped(sqlite_repo: zarrlake.Repo) -> No
         "<code>dev</code> &rarr; <code>main</code>"
     )
     assert widget.checks.value == (
-        "checks: 0 of 1 passed<ul><li>no-nan: failed &middot; NaN in 1 changed chunk(s)</li></ul>"
+        "checks: 0 of 1 passed<ul><li>no-nan: failed &middot; NaN in 1 changed chunk</li></ul>"
     )
     assert widget.approvals.value == "approvals: 0 of 1 needed"
     assert widget.conflicts.value == "conflicts: 0"
@@ -56,7 +56,7 @@ def test_buttons_approve_merge_and_show_refusals(sqlite_repo: zarrlake.Repo) -> 
     assert widget.message.value == "approved by bo"
     assert widget.approvals.value == "approvals: 1 of 1 needed: bo"
     widget.merge_button.click()
-    assert "no-nan: NaN in 1 changed chunk(s) (temp chunks (0, 0))" in (widget.message.value)
+    assert "no-nan: NaN in 1 changed chunk (temp chunks (0, 0))" in (widget.message.value)
     assert sqlite_repo.pull_request(1).state == "open"
     s = sqlite_repo.writable_session("dev")
     zarr.open_array(s.store, path="temp")[0:4, 0:4] = 2.0
