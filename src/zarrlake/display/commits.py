@@ -25,6 +25,7 @@ __all__ = [
     "commit_html",
     "commit_text",
     "log_table_html",
+    "plain_metadata",
     "repo_html",
     "repo_text",
     "review_lines",
@@ -49,7 +50,7 @@ def review_lines(info: CommitLike) -> list[str]:
     return [*lines, f"checks: {summary}"] if summary else lines
 
 
-def _plain_metadata(info: CommitLike) -> dict[str, Any]:
+def plain_metadata(info: CommitLike) -> dict[str, Any]:
     """The metadata not already said in words by :func:`review_lines`."""
     worded = {"checks": bool(info.checks), "pull_request": info.pull_request is not None}
     return {k: v for k, v in info.metadata.items() if not worded.get(k)}
@@ -68,7 +69,7 @@ def commit_text(info: CommitLike) -> str:
     review = review_lines(info)
     if review:
         lines += ["", *review]
-    metadata = _plain_metadata(info)
+    metadata = plain_metadata(info)
     if metadata:
         lines += ["", *(f"    {k}: {v}" for k, v in _meta_rows(metadata))]
     return "\n".join(lines)
@@ -99,7 +100,7 @@ def commit_html(info: CommitLike) -> str:
     if review:
         sections.append(section("Review", "<br>".join(esc(line) for line in review)))
     sections.append(section("Details", facts, open_=False))
-    rows = _meta_rows(_plain_metadata(info))
+    rows = _meta_rows(plain_metadata(info))
     sections.append(section("Metadata", table(["key", "value"], rows), count=len(rows)))
     return wrap("commit", title, sections, commit_text(info))
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from zarrlake import CommitInfo, Diff, NodeDiff, Repo
+from zarrlake.display import plain_metadata
 from zarrlake.ui.dashboard.common import fmt_time, short
 from zarrlake.ui.dashboard.markup import html
 from zarrlake.ui.dashboard.words import ago, field_sentence, node_title, plural, value_text
@@ -56,8 +57,7 @@ def commit_html(repo: Repo, info: CommitInfo) -> str:
     else:
         head += "<p>the first commit of this lake: no parent</p>"
     head += review_html(info)
-    worded = {"checks": bool(info.checks), "pull_request": info.pull_request is not None}
-    shown = {k: v for k, v in info.metadata.items() if not worded.get(k)}
+    shown = plain_metadata(info)
     if shown:
         items = "".join(
             html("<li><b>{}</b>: <span class='zl-text'>{}</span></li>", k, value_text(v))
