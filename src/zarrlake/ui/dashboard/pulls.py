@@ -153,7 +153,7 @@ class PullsView(Viewer):
                     "result": "passed" if r.passed else "FAILED",
                     "message": r.message,
                     "chunks": "; ".join(
-                        f"{p}: {', '.join('(' + ', '.join(map(str, k)) + ')' for k in list(c)[:5])}"
+                        f"{p}: {', '.join(map(str, c[:5]))}"
                         + (f" and {len(c) - 5} more" if len(c) > 5 else "")
                         for p, c in r.chunks.items()
                     ),
