@@ -7,7 +7,7 @@ follows xarray's repr: collapsible sections without JavaScript, colours from Jup
 variables, every user string escaped.
 """
 
-from zarrlake.display._base import esc
+from zarrlake.display._base import count, esc
 from zarrlake.display.chunkmap import ChunkAxes, chunk_axes, chunk_map_svg, chunk_map_text
 from zarrlake.display.commits import (
     commit_html,
@@ -49,6 +49,7 @@ __all__ = [
     "conflict_error_text",
     "conflict_html",
     "conflict_text",
+    "count",
     "diff_html",
     "diff_text",
     "esc",

@@ -111,9 +111,13 @@ def fmt_value(value: Any, limit: int = 60) -> str:
     return short(text, limit)
 
 
+PLURALS = {"branch": "branches", "is": "are", "was": "were"}
+
+
 def count(n: int, word: str, plural: str | None = None) -> str:
-    """``1 chunk``, ``2 chunks``, ``12,000 chunks`` (``plural`` when adding "s" is wrong)."""
-    return f"{n:,} {word if n == 1 else plural or word + 's'}"
+    """``1 chunk``, ``2 chunks``, ``12,000 chunks``, ``0 branches`` (``plural`` when neither
+    adding "s" nor :data:`PLURALS` is right)."""
+    return f"{n:,} {word if n == 1 else plural or PLURALS.get(word) or word + 's'}"
 
 
 def fmt_bytes(n: int) -> str:

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from zarrlake import FieldChange, NodeDiff
+from zarrlake.display import count as counted
 from zarrlake.model.diff import ABSENT
 
 __all__ = [
@@ -22,16 +23,13 @@ __all__ = [
     "value_text",
 ]
 
-_PLURALS = {"chunk": "chunks", "branch": "branches", "is": "are", "was": "were"}
 _SHAPED = {"shape", "chunks"}
 MAX_VALUE = 120
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
-    """``1 node``, ``2 nodes``, ``0 branches``."""
-    if n == 1:
-        return f"{n:,} {word}"
-    return f"{n:,} {many or _PLURALS.get(word) or word + 's'}"
+    """``1 node``, ``2 nodes``, ``0 branches``: the count of every output (display's)."""
+    return counted(n, word, many)
 
 
 def value_text(value: Any, field: str = "", limit: int = MAX_VALUE) -> str:
