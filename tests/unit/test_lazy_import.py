@@ -20,10 +20,7 @@ def _run(code: str) -> str:
 
 
 def test_import_zarrlake_leaves_the_catalog_and_the_front_ends_unloaded() -> None:
-    out = _run(
-        "import sys, zarrlake\n"
-        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
-    )
+    out = _run(f"import sys, zarrlake\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))\n")
     assert out.strip() == "[]"
 
 
@@ -40,10 +37,6 @@ def test_every_public_name_resolves_and_the_first_repo_loads_the_catalog(tmp_pat
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
     out = _run(
-        "import zarrlake\n"
-        "try:\n"
-        "    zarrlake.Rep\n"
-        "except AttributeError as e:\n"
-        "    print(e)\n"
+        "import zarrlake\ntry:\n    zarrlake.Rep\nexcept AttributeError as e:\n    print(e)\n"
     )
     assert out.strip() == "module 'zarrlake' has no attribute 'Rep'"
