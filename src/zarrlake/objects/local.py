@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from zarrlake.errors import InvalidInputError, ObjectMissingError, StorageError
+from zarrlake.model.hashing import SHA256_HASHER, ChunkHasher
 from zarrlake.objects.base import ObjectInfo, ObjectStore, object_key
 from zarrlake.objects.flusher import Flusher
 from zarrlake.objects.openfiles import OpenFiles
@@ -27,8 +28,10 @@ __all__ = ["LocalObjectStore", "make_directory"]
 class LocalObjectStore(ObjectStore):
     """Objects as files under a local directory."""
 
-    def __init__(self, root: str | Path, *, verify: bool = True) -> None:
-        super().__init__()
+    def __init__(
+        self, root: str | Path, *, verify: bool = True, hasher: ChunkHasher = SHA256_HASHER
+    ) -> None:
+        super().__init__(hasher)
         self.root = Path(root).absolute()
         self.url = str(self.root)
         self.verify = verify
