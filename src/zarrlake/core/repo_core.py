@@ -163,12 +163,14 @@ def open_core(config: RepoConfig) -> RepoCore:
 def create_core(config: RepoConfig, storage: str, author: str, hasher: ChunkHasher) -> RepoCore:
     """Record a new repo in the catalog (after checking its storage works), with its first,
     empty commit and its content hash, and open it."""
-    open_object_store(
+    objects = open_object_store(
         resolve_storage(config.catalog, storage),
         config.storage_options,
         verify=False,
         hasher=hasher,
-    ).probe()
+    )
+    objects.probe()
+    objects.initialize()
     root = Root().encode()
     first = CommitRecord(
         new_commit_id(),

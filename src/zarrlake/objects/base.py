@@ -274,6 +274,11 @@ class ObjectStore(ABC):
         except Exception as exc:  # botocore, aiohttp and OS errors: all mean "unusable"
             raise StorageError(f"object storage {self.url} is not usable: {exc}") from exc
 
+    def initialize(self) -> None:  # noqa: B027 - optional hook
+        """Prepare the storage of a new repo (after :meth:`probe`): what every write would
+        otherwise have to check or make first. Nothing to do where a write makes its own
+        path (object stores have no directories)."""
+
     def remove_stale_temporaries(self, older_than: float) -> int:
         """Remove partial writes left by killed writers, last touched before ``older_than``
         (epoch seconds); returns how many. Stores that write in one request have none."""
