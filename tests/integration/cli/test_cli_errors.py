@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 import zarrlake
-
 from tests.integration.cli.conftest import Lake, run
 
 
