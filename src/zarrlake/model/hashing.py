@@ -38,6 +38,8 @@ def _sha256(data: Buffer) -> bytes:
 def _blake3(data: Buffer) -> bytes:
     # one thread per chunk: zarr already writes several chunks at once, and both functions
     # let other threads run while they hash a large buffer
+    if isinstance(data, memoryview) and data.format != "B":
+        data = data.cast("B")  # blake3 takes byte buffers only (hashlib takes any)
     return blake3.blake3(data).digest()
 
 
