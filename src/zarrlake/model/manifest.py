@@ -64,7 +64,9 @@ of a source file or object outside the lake (a virtual reference)."""
 
 
 def content_hash(data: bytes | bytearray | memoryview) -> bytes:
-    """SHA-256 digest: the content address of chunks and catalog nodes."""
+    """SHA-256 digest: the content address of catalog nodes (roots, manifest shards, metadata
+    documents, change sets) in every repo. Chunk objects are named by the repo's own content
+    hash instead (:mod:`zarrlake.model.hashing`)."""
     return hashlib.sha256(data).digest()
 
 

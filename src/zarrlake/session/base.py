@@ -3,7 +3,6 @@ that a Zarr store reads through."""
 
 from __future__ import annotations
 
-import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -184,7 +183,9 @@ class Session(ABC):
     def read_ref(self, ref: ChunkRef, start: int | None = None, end: int | None = None) -> bytes:
         """The bytes of a chunk ref (``[start, end)`` of them if given)."""
         if ref.inline is not None:
-            if self._core.config.verify_reads and hashlib.sha256(ref.inline).digest() != ref.hash:
+            if self._core.config.verify_reads and not self._core.hasher.matches(
+                ref.inline, ref.hash
+            ):
                 raise ChunkCorruptionError(
                     f"inline chunk {ref.hash.hex()} does not match its hash; the catalog row is "
                     "corrupt. Run repo.fsck(verify=True)"

@@ -286,7 +286,7 @@ class WritableSession(Session):
         self.check_writable()
         t = self._target(key)
         nm = self._node_meta(t.path) if t.kind == "chunk" else None
-        return plan_write(t, data, nm, strict=self._core.strict_metadata)
+        return plan_write(t, data, nm, self._core.hasher, strict=self._core.strict_metadata)
 
     def _prepare_write(self, key: str, data: bytes | memoryview) -> Op:
         """Hash ``data`` and store its object; return what to stage (runs in a worker thread)."""

@@ -24,6 +24,7 @@ from zarrlake.errors import (
 )
 from zarrlake.model import Root, content_hash
 from zarrlake.model.graph import reach
+from zarrlake.model.hashing import DEFAULT_CONTENT_HASH, chunk_hasher
 from zarrlake.model.records import (
     CommitRecord,
     RefUpdate,
@@ -545,6 +546,7 @@ def memory_repo(chunks: Path, name: str = "memory") -> Repo:
     ``chunks``): the engine's session and history logic, with no database under it."""
     config = RepoConfig(f"memory://{uuid.uuid4().hex}", name)
     catalog = MemoryCatalog()
-    objects = open_object_store(str(chunks), {}, verify=True)
-    core = RepoCore(config, catalog, str(chunks), objects, CatalogReader(catalog.nodes))
+    hasher = chunk_hasher(DEFAULT_CONTENT_HASH)
+    objects = open_object_store(str(chunks), {}, verify=True, hasher=hasher)
+    core = RepoCore(config, catalog, str(chunks), objects, CatalogReader(catalog.nodes), hasher)
     return Repo(core)

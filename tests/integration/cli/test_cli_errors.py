@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import zarrlake
 from tests.integration.cli.conftest import Lake, run
 
 
@@ -59,3 +60,15 @@ def test_expire_before_the_year_1_is_bad_input(lake: Lake) -> None:
     assert p.returncode == 2, p.stderr
     assert "is outside the calendar" in p.stderr
     assert len(lake.json("log")["commits"]) == 1
+
+
+def test_init_records_the_content_hash_asked_for_and_refuses_an_unknown_one(
+    tmp_path: Path,
+) -> None:
+    p = run("init", str(tmp_path / "old-style"), "--content-hash", "sha256")
+    assert p.returncode == 0, p.stderr
+    assert zarrlake.Repo.open(tmp_path / "old-style").content_hash == "sha256"
+    p = run("init", str(tmp_path / "bad"), "--content-hash", "md5")
+    assert p.returncode == 2
+    assert "unknown content hash 'md5'; choose one of blake3, sha256" in p.stderr
+    assert not (tmp_path / "bad").exists()
