@@ -381,24 +381,47 @@ class Shard:
         if magic != _SHARD_V1:
             crcs = np.frombuffer(data, "<i8", n, o)
             o += 8 * n
-        inline = kinds == INLINE
-        packed = kinds == PACKED
-        virtual = kinds == VIRTUAL
+        kmax = int(kinds.max()) if n else OBJECT
         if (
-            np.any(kinds > (VIRTUAL if sources else PACKED))
-            or np.any(offsets[virtual] + _VIRTUAL.size > blob_len)
-            or (n > 1 and np.any(np.diff(flat) <= 0))
-            or np.any(flat < 0)
-            or np.any(offsets[inline] + lengths[inline] > blob_len)
-            or np.any(offsets[packed] + _PACKED.size > blob_len)
-            or (crcs is not None and np.any((crcs < _NO_CRC) | (crcs > 0xFFFFFFFF)))
+            n
+            and (
+                kmax > (VIRTUAL if sources else PACKED)
+                # strictly increasing from a first index >= 0: every index is >= 0
+                or int(flat[0]) < 0
+                or (n > 1 and not (flat[1:] > flat[:-1]).all())
+                or (
+                    crcs is not None and (int(crcs.min()) < _NO_CRC or int(crcs.max()) > 0xFFFFFFFF)
+                )
+            )
         ):
             raise CatalogError("manifest shard is corrupt: inconsistent entries")
         blob = bytes(data[o : o + blob_len])
-        for i in np.nonzero(virtual)[0].tolist():
-            if _VIRTUAL.unpack_from(blob, int(offsets[i]))[1] >= len(sources):
-                raise CatalogError("manifest shard is corrupt: a virtual entry has no source")
+        if kmax > OBJECT:  # only shards with located entries need their locations checked
+            _check_locations(kinds, offsets, lengths, blob, sources)
         return cls(flat, hashes, lengths, kinds, offsets, blob, crcs, sources)
+
+
+_LOCATION_SIZE = np.array([0, 0, _PACKED.size, _VIRTUAL.size], np.uint64)  # by kind
+
+
+def _check_locations(
+    kinds: np.ndarray,
+    offsets: np.ndarray,
+    lengths: np.ndarray,
+    blob: bytes,
+    sources: tuple[VirtualSource, ...],
+) -> None:
+    """Refuse a shard whose inline, packed or virtual entries point outside its blob, or
+    whose virtual entries name no source (``kinds`` already checked to be known ones)."""
+    inline = kinds == INLINE
+    ends = offsets + np.where(inline, lengths, _LOCATION_SIZE[kinds])
+    if ((ends > len(blob)) & (kinds != OBJECT)).any():
+        raise CatalogError("manifest shard is corrupt: inconsistent entries")
+    if not sources:
+        return  # a shard without a sources table has no virtual entries (kinds checked)
+    for i in np.nonzero(kinds == VIRTUAL)[0].tolist():
+        if _VIRTUAL.unpack_from(blob, int(offsets[i]))[1] >= len(sources):
+            raise CatalogError("manifest shard is corrupt: a virtual entry has no source")
 
 
 def _decode_sources(data: bytes, at: int) -> tuple[VirtualSource, ...]:
