@@ -444,8 +444,9 @@ def manifest_delta(
     known = after if after is not None else before
     shape = known.shard_shape if known is not None else ()
     differing = index_delta(before, after, reader)
-    if len(differing) > 1:
-        reader.prefetch_shards([h for _, ha, hb in differing for h in (ha, hb) if h is not None])
+    wanted = [h for _, ha, hb in differing for h in (ha, hb) if h is not None]
+    if len(wanted) > 1:  # one query for all, instead of one per shard
+        reader.prefetch_shards(wanted)
     for pos, ha, hb in differing:
         sa = reader.shard(ha) if ha is not None else Shard.empty()
         sb = reader.shard(hb) if hb is not None else Shard.empty()
