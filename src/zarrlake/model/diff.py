@@ -415,6 +415,7 @@ def _flat_to_coords(pos: ChunkCoords, flat: np.ndarray, shard_shape: tuple[int, 
 
 _NO_ROWS = np.empty(0, np.intp)
 _NO_ROWS.flags.writeable = False
+_NO_SHARD = Shard.empty()  # the side of a shard position that has none (never modified)
 
 
 def _compare_shards(a: Shard, b: Shard) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -448,8 +449,8 @@ def manifest_delta(
     if len(wanted) > 1:  # one query for all, instead of one per shard
         reader.prefetch_shards(wanted)
     for pos, ha, hb in differing:
-        sa = reader.shard(ha) if ha is not None else Shard.empty()
-        sb = reader.shard(hb) if hb is not None else Shard.empty()
+        sa = reader.shard(ha) if ha is not None else _NO_SHARD
+        sb = reader.shard(hb) if hb is not None else _NO_SHARD
         added, changed, removed = _compare_shards(sa, sb)
         yield ShardDelta(pos, shape, sa, sb, added, changed, removed)
 
