@@ -88,7 +88,8 @@ class CommitQueries(Scoped):
         return self.lookup_many({name: prefix})[name]
 
     def lookup_many(self, names: Mapping[str, bool]) -> dict[str, list[tuple[str, str]]]:
-        """:meth:`lookup` of several names (name -> ``prefix``), in one round trip."""
+        """:meth:`lookup` of several names (name -> ``prefix``: a lowercase hex name that may
+        be a commit id's beginning), in one round trip."""
         rid = self.repo_id
         by_ref: Any = sa.select(
             sa.literal("ref").label("what"),
@@ -101,7 +102,15 @@ class CommitQueries(Scoped):
                 sa.literal(name).label("name"),
                 commits.c.id.label("id"),
             )
-            .where(commits.c.repo_id == rid, commits.c.id.startswith(name, autoescape=True))
+            .where(
+                commits.c.repo_id == rid,
+                # Commit ids are lowercase hex: those starting with ``name`` are the range
+                # [name, name + "g"), which the primary key finds without a scan (a LIKE
+                # alone read every commit of the repo: the cost grew with the history).
+                commits.c.id >= name,
+                commits.c.id < name + "g",
+                commits.c.id.startswith(name, autoescape=True),
+            )
             .limit(2)
             .subquery()
             .select()
