@@ -97,6 +97,7 @@ class Session(ABC):
             row, data = self._core.catalog.commits.get_with_root(commit)
             if data is not None and not reader.has_root(row.root_hash):
                 reader.prime_root_bytes(row.root_hash, data)
+        self._base_row: CommitRecord = row
         self._base_root: Root = reader.root(row.root_hash)
 
     # -- hooks of writable sessions (a read-only session has no staged changes) ---------------

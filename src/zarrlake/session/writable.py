@@ -572,6 +572,7 @@ class WritableSession(Session):
             self._base_root,
             self._staged_state(),
             self._read_set,
+            self._base_row,
         )
 
     def _mark_committed(self, commit: str, root: Root | None = None) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -157,6 +157,9 @@ class _Commits:
         found = self.db.nodes.get(c.root_hash)
         return c, None if found is None else found[1]
 
+    def with_roots(self, ids: Sequence[str]) -> dict[str, tuple[CommitRecord, bytes | None]]:
+        return {c: self.get_with_root(c) for c in ids if c in self.db.commits}
+
     def by_id(self, ids: Sequence[str]) -> dict[str, CommitRecord]:
         return {c: self.db.commits[c] for c in ids if c in self.db.commits}
 
@@ -168,6 +171,9 @@ class _Commits:
         if prefix:
             out += [("commit", c) for c in sorted(self.db.commits) if c.startswith(name)][:2]
         return out
+
+    def lookup_many(self, names: Mapping[str, bool]) -> dict[str, list[tuple[str, str]]]:
+        return {name: self.lookup(name, prefix=prefix) for name, prefix in names.items()}
 
     def ancestry(self, head: str, limit: int | None = None) -> list[CommitRecord]:
         out: list[CommitRecord] = []
