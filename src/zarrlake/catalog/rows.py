@@ -91,15 +91,17 @@ def _text_coords(text: str) -> ChunkCoords:
     return tuple(int(x) for x in text.split(",")) if text else ()
 
 
-def staged_entry(r: Any) -> StagedEntry:
+def staged_entry(r: Any, sources: dict[str, VirtualSource] | None = None) -> StagedEntry:
+    """The entry of a ``zl_staged`` row. ``sources``: source records decoded so far (by
+    their text), so that the rows of one query naming one source share one record."""
     ref = None
     if r.hash is not None and r.source is not None:
-        ref = ChunkRef(
-            bytes(r.hash),
-            int(r.length),
-            offset=int(r.pack_offset or 0),
-            source=VirtualSource.decode(r.source),
-        )
+        src = None if sources is None else sources.get(r.source)
+        if src is None:
+            src = VirtualSource.decode(r.source)
+            if sources is not None:
+                sources[r.source] = src
+        ref = ChunkRef(bytes(r.hash), int(r.length), offset=int(r.pack_offset or 0), source=src)
     elif r.hash is not None:
         ref = ChunkRef(
             bytes(r.hash),
@@ -121,8 +123,14 @@ def staged_key(e: StagedEntry) -> str:
 
 def staged_values(session_id: str, entries: Iterable[StagedEntry]) -> list[dict[str, Any]]:
     out = []
+    encoded: dict[VirtualSource, str] = {}  # each source's record written once per call
     for e in entries:
         ref = e.ref
+        source = None
+        if ref is not None and ref.source is not None:
+            source = encoded.get(ref.source)
+            if source is None:
+                source = encoded[ref.source] = ref.source.encode()
         out.append(
             {
                 "session_id": session_id,
@@ -137,7 +145,7 @@ def staged_values(session_id: str, entries: Iterable[StagedEntry]) -> list[dict[
                 if ref is None or (ref.pack is None and ref.source is None)
                 else ref.offset,
                 "crc": None if ref is None else ref.crc,
-                "source": None if ref is None or ref.source is None else ref.source.encode(),
+                "source": source,
             }
         )
     return out

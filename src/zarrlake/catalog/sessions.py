@@ -25,6 +25,7 @@ from zarrlake.catalog.schema import reads, sessions, staged
 from zarrlake.errors import NotFoundError, SessionClosedError, SessionExpiredError
 from zarrlake.faults import crash_point
 from zarrlake.model.records import CommitRecord, SessionRecord, StagedEntry, StagedKind
+from zarrlake.model.virtual import VirtualSource
 from zarrlake.types import ChunkCoords, SessionInfo
 
 __all__ = ["SessionQueries", "refuse_session"]
@@ -213,7 +214,8 @@ class SessionQueries(Scoped):
         if kinds is not None:
             q = q.where(staged.c.kind.in_(kinds))
         with self.db.read() as conn:
-            return [staged_entry(r) for r in conn.execute(q)]
+            sources: dict[str, VirtualSource] = {}
+            return [staged_entry(r, sources) for r in conn.execute(q)]
 
     def get_staged(
         self,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -37,6 +38,7 @@ from zarrlake.session.ops import (
     DropNode,
     Op,
     PutRow,
+    PutRows,
     RecordRead,
     entry,
     node_states,
@@ -370,6 +372,10 @@ class WritableSession(Session):
                 ]:
                     del self._local[k]
                 self._set_local_meta(fut, op.path, (None, True))
+            elif isinstance(op, PutRows):
+                for row in op.rows:
+                    self._local[row.slot] = row
+                fut.add_done_callback(functools.partial(self._forget, rows=op.rows))
             elif isinstance(op, PutRow):
                 row = op.row
                 self._local[row.slot] = row
@@ -378,6 +384,24 @@ class WritableSession(Session):
                     self._core.reader.prime(h, "meta", op.doc)
                     self._set_local_meta(fut, row.path, (h, self._node_state(row.path)[1]))
         return fut
+
+    def _forget(self, fut: Future[None], *, rows: tuple[StagedEntry, ...]) -> None:
+        """Bulk rows are held here only until they are durable: from then on the catalog
+        answers for them, so a session staging millions of references holds one batch."""
+        if fut.exception() is not None:
+            return
+        with self._lock:
+            for row in rows:
+                if self._local.get(row.slot) is row:
+                    del self._local[row.slot]
+
+    @property
+    def rows_in_memory(self) -> int:
+        """How many staged rows this process holds in memory: its writes not yet durable in
+        the catalog, and its chunk writes kept for reading them back (bulk rows, such as
+        virtual references, are let go once durable)."""
+        with self._lock:
+            return len(self._local)
 
     def _set_local_meta(
         self, fut: Future[None], path: str, state: tuple[bytes | None, bool]
@@ -422,11 +446,19 @@ class WritableSession(Session):
         op = self._prepare_write(key, data)
         return lambda: self._submit(op).result()
 
+    BULK_ROWS = 5000
+    """Rows of one bulk staging operation (virtual references)."""
+
     def _stage_rows(self, rows: list[StagedEntry]) -> None:
+        """Stage ``rows`` in operations of :attr:`BULK_ROWS`, each submitted once the one
+        before is durable: the catalog write of one overlaps the caller's work on the next,
+        and the rows held in memory stay bounded however many are staged."""
         self.check_writable()
-        futures = [self._submit(PutRow(r)) for r in rows]
-        for fut in futures if self.durable else ():
-            fut.result()
+        for start in range(0, len(rows), self.BULK_ROWS):
+            self._stager.wait_bulk(0)
+            fut = self._submit(PutRows(tuple(rows[start : start + self.BULK_ROWS])))
+            if self.durable:
+                fut.result()
 
     def write_sync(self, key: str, data: bytes | memoryview) -> None:
         fut = self._submit(self._prepare_write(key, data))
