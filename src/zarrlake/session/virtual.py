@@ -4,6 +4,7 @@ source's size, before anything is staged."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 
 from zarrlake.errors import InvalidInputError, InvalidKeyError
@@ -35,17 +36,21 @@ def plan_virtual(
             "(its zarr.json) first"
         )
     items = []
-    ndim = nm.ndim
+    ndim, grid = nm.ndim, nm.grid_shape
     for item in refs:
         try:
             coords, url, offset, length = item
-            key: ChunkCoords = tuple(int(c) for c in coords)
+            key: ChunkCoords = tuple(map(int, coords))
             items.append((key, url, int(offset), int(length)))
         except (TypeError, ValueError) as exc:
             raise InvalidInputError(
                 f"a virtual reference is (coords, url, offset, length); got {item!r}"
             ) from exc
-        if len(key) != ndim or not nm.in_grid(key) or min(key, default=0) < 0:
+        if (
+            len(key) != ndim
+            or not (all(map(operator.lt, key, grid)) if grid is not None else nm.in_grid(key))
+            or (key and min(key) < 0)
+        ):
             raise InvalidKeyError(
                 f"virtual reference to chunk {key} is outside the chunk grid {nm.grid_shape} "
                 f"of array {path or '/'!r}"

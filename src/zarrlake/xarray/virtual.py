@@ -105,7 +105,7 @@ def _entries(manifest: Any) -> Iterator[tuple[tuple[int, ...], Mapping[str, Any]
             if inlined is None:
                 inlined = manifest.dict()
             entry = inlined[".".join(map(str, idx))]
-        yield tuple(int(i) for i in idx), entry
+        yield idx, entry
 
 
 def write_virtual(
@@ -145,7 +145,8 @@ def write_virtual(
             session.write_sync(f"{prefix}{name}/zarr.json", _meta_doc(var))
         refs = []
         for idx, entry in _entries(var.data.manifest):
-            idx = tuple(i + o for i, o in zip(idx, offsets, strict=True))
+            if any(offsets):
+                idx = tuple(i + o for i, o in zip(idx, offsets, strict=True))
             if entry["path"] == _INLINED:
                 chunk_key = var.data.metadata.chunk_key_encoding.encode_chunk_key(idx)
                 session.write_sync(f"{prefix}{name}/{chunk_key}", entry["data"])
