@@ -191,7 +191,7 @@ class SessionQueries(Scoped):
                     staged_values(session_id, [StagedEntry(p, "drop") for p in drops]),
                 )
             if entries:
-                conn.execute(self.db.upsert_staged, staged_values(session_id, entries))
+                dia.execute_many(conn, self.db.upsert_staged, staged_values(session_id, entries))
             crash_point("stage.in_tx")
 
     def replace_staged(self, session_id: str, entries: Sequence[StagedEntry], base: str) -> None:
