@@ -177,6 +177,7 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, default=None, help="keep the data in this directory")
     ap.add_argument("--large-store", action="store_true", help="also import 10x --store-chunks")
     ap.add_argument("--imports-only", action="store_true", help="only the import_zarr part")
+    ap.add_argument("--no-reads", action="store_true", help="leave out the reads (2. and 3.)")
     args = ap.parse_args()
     scratch = args.keep or Path(tempfile.mkdtemp(prefix="zarrlake-bench-virtual-"))
     try:
@@ -206,6 +207,12 @@ def main() -> None:
         t_ic, _ = timed(ic_commit)
         print(f"commit references   zarrlake {t_lake:8.3f} s   icechunk {t_ic:8.3f} s   "
               f"ratio {t_lake / t_ic:5.2f}x")  # fmt: skip
+
+        if args.no_reads:  # one chunk checked instead of the reads
+            ds = zarrlake.open_dataset(lake, "main", group="obs")
+            assert float(ds.temp[7, 3, 5]) == 7.0
+            imports(scratch, sizes)
+            return
 
         def lake_read() -> np.ndarray:
             ds = zarrlake.open_dataset(lake, "main", group="obs")
