@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -210,12 +210,20 @@ class SessionQueries(Scoped):
     def load_staged(
         self, session_id: str, kinds: Sequence[StagedKind] | None = None
     ) -> list[StagedEntry]:
+        return list(self.iter_staged(session_id, kinds))
+
+    def iter_staged(
+        self, session_id: str, kinds: Sequence[StagedKind] | None = None
+    ) -> Iterator[StagedEntry]:
+        """The staged entries of a session, as a stream (one read transaction, held until
+        the stream ends): a caller that keeps less than every entry holds less."""
         q = sa.select(staged).where(staged.c.session_id == session_id)
         if kinds is not None:
             q = q.where(staged.c.kind.in_(kinds))
         with self.db.read() as conn:
             sources: dict[str, VirtualSource] = {}
-            return [staged_entry(r, sources) for r in conn.execute(q)]
+            for r in conn.execute(q):
+                yield staged_entry(r, sources)
 
     def get_staged(
         self,

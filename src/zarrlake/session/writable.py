@@ -248,7 +248,7 @@ class WritableSession(Session):
         if not self._open():
             return state
         self._stager.flush()
-        for r in self._core.catalog.sessions.load_staged(self.id):
+        for r in self._core.catalog.sessions.iter_staged(self.id):
             if r.kind == "raw":
                 state.raw[r.key] = r.ref
                 continue
