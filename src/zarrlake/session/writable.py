@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -33,6 +32,7 @@ from zarrlake.session.committer import (
     recorded_commit,
 )
 from zarrlake.session.keys import Target, could_be_chunk_key, under
+from zarrlake.session.local import LocalRows
 from zarrlake.session.opener import SessionOpener
 from zarrlake.session.ops import (
     DropNode,
@@ -48,7 +48,7 @@ from zarrlake.session.ops import (
 )
 from zarrlake.session.record import SessionMirror
 from zarrlake.session.stager import Stager
-from zarrlake.types import ChunkCoords, SessionInfo, from_epoch, validate_metadata, validate_text
+from zarrlake.types import SessionInfo, from_epoch, validate_metadata, validate_text
 
 if TYPE_CHECKING:
     from zarrlake.model import Solver
@@ -89,7 +89,7 @@ class WritableSession(Session):
         self._closed: str | None = None  # "committed" | "abandoned" once this process closed it
         self.durable = not created_here
         self._lock = threading.RLock()
-        self._local: dict[tuple[str, str, ChunkCoords, str], StagedEntry] = {}
+        self._local = LocalRows(self._lock)
         # node-level staged state: this process's own (authoritative for it, includes writes not
         # yet durable) and the cooperating processes' (as last loaded from the catalog)
         self._metas_local: dict[str, tuple[bytes | None, bool]] = {}
@@ -363,45 +363,23 @@ class WritableSession(Session):
         with self._lock:
             fut = self._stager.submit(op)
             if isinstance(op, DropNode):
-                prefix = f"{op.path}/" if op.path else ""
-                for k in [
-                    k
-                    for k in self._local
-                    if (k[0] == op.path and k[1] in ("meta", "chunk"))
-                    or (k[1] == "raw" and k[3].startswith(prefix))
-                ]:
-                    del self._local[k]
+                self._local.drop_node(op.path)
                 self._set_local_meta(fut, op.path, (None, True))
             elif isinstance(op, PutRows):
-                for row in op.rows:
-                    self._local[row.slot] = row
-                fut.add_done_callback(functools.partial(self._forget, rows=op.rows))
+                self._local.put_bulk(op.rows, fut)
             elif isinstance(op, PutRow):
                 row = op.row
-                self._local[row.slot] = row
+                self._local.put(row)
                 if row.kind == "meta" and op.doc is not None and row.ref is not None:
                     h = row.ref.hash
                     self._core.reader.prime(h, "meta", op.doc)
                     self._set_local_meta(fut, row.path, (h, self._node_state(row.path)[1]))
         return fut
 
-    def _forget(self, fut: Future[None], *, rows: tuple[StagedEntry, ...]) -> None:
-        """Bulk rows are held here only until they are durable: from then on the catalog
-        answers for them, so a session staging millions of references holds one batch."""
-        if fut.exception() is not None:
-            return
-        with self._lock:
-            for row in rows:
-                if self._local.get(row.slot) is row:
-                    del self._local[row.slot]
-
     @property
     def rows_in_memory(self) -> int:
-        """How many staged rows this process holds in memory: its writes not yet durable in
-        the catalog, and its chunk writes kept for reading them back (bulk rows, such as
-        virtual references, are let go once durable)."""
-        with self._lock:
-            return len(self._local)
+        """How many staged rows this process holds in memory (see :class:`LocalRows`)."""
+        return len(self._local)
 
     def _set_local_meta(
         self, fut: Future[None], path: str, state: tuple[bytes | None, bool]
@@ -446,8 +424,7 @@ class WritableSession(Session):
         op = self._prepare_write(key, data)
         return lambda: self._submit(op).result()
 
-    BULK_ROWS = 5000
-    """Rows of one bulk staging operation (virtual references)."""
+    BULK_ROWS = 5000  # rows of one bulk staging operation (virtual references)
 
     def _stage_rows(self, rows: list[StagedEntry]) -> None:
         """Stage ``rows`` in operations of :attr:`BULK_ROWS`, each submitted once the one
