@@ -214,8 +214,12 @@ class Handle:
     path: Path
     versioned = True
 
-    def writable(self) -> Txn:
+    def writable(self, branch: str = "main") -> Txn:
         raise NotImplementedError
+
+    def make_branch(self, name: str) -> None:
+        """A new branch at ``main``'s head."""
+        raise NotAvailable
 
     def readonly_store(self, version: str | None) -> Store:
         raise NotImplementedError
@@ -245,7 +249,7 @@ class ZarrHandle(Handle):
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
 
-    def writable(self) -> Txn:
+    def writable(self, branch: str = "main") -> Txn:
         return Txn(zarr.storage.LocalStore(self.path), lambda _msg: None)
 
     def readonly_store(self, version: str | None) -> Store:
@@ -275,14 +279,17 @@ class IcechunkHandle(Handle):
         else:
             self.repo = icechunk.Repository.open(storage)
 
-    def writable(self) -> Txn:
-        session = self.repo.writable_session("main")
+    def writable(self, branch: str = "main") -> Txn:
+        session = self.repo.writable_session(branch)
 
         def commit(message: str) -> str:
             # Rebase on concurrent commits as zarrlake does (no-op when nothing else landed).
             return session.commit(message, rebase_with=icechunk.ConflictDetector())
 
         return Txn(session.store, commit, session)
+
+    def make_branch(self, name: str) -> None:
+        self.repo.create_branch(name, self.head())
 
     def readonly_store(self, version: str | None) -> Store:
         if version is None:
@@ -321,9 +328,12 @@ class LakeHandle(Handle):
         repo = zarrlake.Repo.create(catalog=settings.pg_url, storage=str(path), name=name)
         return cls(repo, system, path)
 
-    def writable(self) -> Txn:
-        session = self.repo.writable_session("main")
+    def writable(self, branch: str = "main") -> Txn:
+        session = self.repo.writable_session(branch)
         return Txn(session.store, session.commit, session)
+
+    def make_branch(self, name: str) -> None:
+        self.repo.create_branch(name)
 
     def readonly_store(self, version: str | None) -> Store:
         if version is None:

@@ -32,6 +32,7 @@ WORKLOADS = (
     "s3",
     "dask",
     "commit_latency",
+    "loaded_commit",
 )
 OPT_IN = ("commit_latency",)  # run only when asked for (--commit-latency or --only)
 HISTORY = ("small_update", "checkout", "diff")  # share one long history per system
@@ -134,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         contention,
         dask_write,
         history,
+        loaded_commit,
         memory,
         s3_io,
         write_read,
@@ -170,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
             "s3": s3_io,
             "dask": dask_write,
             "commit_latency": commit_latency,
+            "loaded_commit": loaded_commit,
         }
         history_done = False
         for name in args.names:

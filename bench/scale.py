@@ -2,7 +2,7 @@
 
 Run by hand (not part of the test suite)::
 
-    .venv/bin/python bench/scale.py [--sizes 4,6,8] [--catalog sqlite,postgres] [--repeat 15]
+    .venv/bin/python bench/scale.py [--sizes 4,6,8] [--catalog sqlite,postgres,icechunk] [--repeat 15]
 
 For each size 10^k chunks (a square 2-d array of 1 x 1 int8 chunks), it writes one chunk per
 manifest shard, so that the number of populated shards grows with the array (about 10^5 at
@@ -12,10 +12,13 @@ manifest shard, so that the number of populated shards grows with the array (abo
 - ``bytes``: the catalog bytes (nodes) that commit wrote;
 - ``cold``: opening the repo and reading one chunk in a fresh process (interpreter start and
   imports excluded), median;
-- ``diff``: at the largest size, the diff of two versions that differ in 100 chunks spread
-  over the array, with cold caches, median.
+- ``diff``: the diff of two versions that differ in 100 chunks spread over the array, with
+  cold caches, median.
 
-and prints each target with PASS or MISS.
+``icechunk`` in ``--catalog`` (it needs the ``bench`` group) runs Icechunk on the same array
+with the same chunks written, measured the same way, for as far as it goes; it keeps every
+chunk reference of an array in manifests that a commit rewrites, so its costs grow with the
+written chunks. Each target is printed with PASS or MISS.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ import argparse
 import asyncio
 import json
 import os
+
+os.environ.setdefault("ICECHUNK_LOG", "error")
 import shutil
 import statistics
 import subprocess
@@ -53,6 +58,7 @@ COLD_SCRIPT = """
 import sys, time, json
 import numpy as np, zarr
 import zarrlake
+zarrlake.Repo  # loads the catalog's modules: imports are not timed
 t0 = time.perf_counter()
 repo = zarrlake.Repo.open(**json.loads(sys.argv[1]))
 arr = zarr.open_array(repo.readonly_session("main").store, path="grid", mode="r")
@@ -61,6 +67,35 @@ t1 = time.perf_counter()
 assert v == 1, v
 print(json.dumps({"seconds": t1 - t0}))
 """
+
+
+ICECHUNK_COLD_SCRIPT = """
+import sys, time, json
+import numpy as np, zarr
+import icechunk
+t0 = time.perf_counter()
+repo = icechunk.Repository.open(icechunk.local_filesystem_storage(sys.argv[1]))
+arr = zarr.open_array(repo.readonly_session(branch="main").store, path="grid", mode="r")
+v = arr[int(sys.argv[2]), int(sys.argv[3])]
+t1 = time.perf_counter()
+assert v == 1, v
+print(json.dumps({"seconds": t1 - t0}))
+"""
+
+
+def _cold(script: str, where: str, r: int, c: int) -> float:
+    """Open and read one chunk in a fresh process; the seconds it took there."""
+    out = subprocess.run(
+        [sys.executable, "-c", script, where, str(r), str(c)],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "ICECHUNK_LOG": "error"},
+    )
+    if out.returncode:
+        raise RuntimeError(f"the cold read failed:\n{out.stderr}")
+    return float(json.loads(out.stdout.strip().splitlines()[-1])["seconds"])
 
 
 def median_ms(samples: list[float]) -> float:
@@ -81,6 +116,72 @@ def blob_bytes(repo: zarrlake.Repo) -> int:
         engine.dispose()
 
 
+class IcechunkLake:
+    """The same array in an Icechunk repository on the local filesystem, the same chunks written."""
+
+    def __init__(self, where: Path, side: int) -> None:
+        import icechunk
+
+        self.side = side
+        self.where = where
+        self.repo = icechunk.Repository.create(icechunk.local_filesystem_storage(str(where)))
+        s = self.repo.writable_session("main")
+        zarr.open_group(s.store, mode="w").create_array(
+            "grid", shape=(side, side), chunks=(1, 1), dtype="i1", fill_value=0, compressors=None
+        )
+        self.shard_rows, self.shard_cols = Lake.shard_origins(side)
+        Lake.fill_store(s.store, self.shard_rows, self.shard_cols, 1)
+        s.commit(f"{side * side:.0e} chunks")
+        self.rng = np.random.default_rng(7)
+
+    @property
+    def populated_shards(self) -> int:
+        return len(self.shard_rows) * len(self.shard_cols)
+
+    def some_chunk(self) -> tuple[int, int]:
+        return int(self.rng.choice(self.shard_rows)), int(self.rng.choice(self.shard_cols))
+
+    def one_chunk_commit(self) -> float:
+        r, c = self.some_chunk()
+        t = time.perf_counter()
+        s = self.repo.writable_session("main")
+        zarr.open_array(s.store, path="grid")[r, c] = int(self.rng.integers(2, 100))
+        s.commit("one chunk")
+        return time.perf_counter() - t
+
+    def written_bytes(self) -> int:
+        return sum(f.stat().st_size for f in self.where.rglob("*") if f.is_file())
+
+    def cold_read(self) -> float:
+        r, c = self.some_chunk()
+        return _cold(ICECHUNK_COLD_SCRIPT, str(self.where), r, c)
+
+    def restore_ones(self) -> None:
+        s = self.repo.writable_session("main")
+        Lake.fill_store(s.store, self.shard_rows, self.shard_cols, 1)
+        s.commit("restore")
+
+    def hundred_chunk_versions(self) -> tuple[str, str]:
+        a = self.repo.lookup_branch("main")
+        s = self.repo.writable_session("main")
+        arr = zarr.open_array(s.store, path="grid")
+        picked = hundred_chunks(self.rng, self.side)
+        for r, c in picked:
+            arr[r, c] = 42
+        return a, s.commit("100 chunks")
+
+    def cold_diff(self, a: str, b: str) -> float:
+        import icechunk
+
+        repo = icechunk.Repository.open(icechunk.local_filesystem_storage(str(self.where)))
+        t = time.perf_counter()
+        d = repo.diff(from_snapshot_id=a, to_snapshot_id=b)
+        took = time.perf_counter() - t
+        changed = sum(len(v) for v in d.updated_chunks.values())
+        assert changed == 100, d
+        return took
+
+
 class Lake:
     """One repo with one ``side x side`` array of 1 x 1 chunks, one chunk written per shard."""
 
@@ -96,19 +197,17 @@ class Lake:
         zarr.open_group(s.store, mode="w").create_array(
             "grid", shape=(side, side), chunks=(1, 1), dtype="i1", fill_value=0, compressors=None
         )
-        self.shard_rows, self.shard_cols = self._shard_origins()
-        self._fill(s, 1)  # one chunk per shard: its first
+        self.shard_rows, self.shard_cols = self.shard_origins(side)
+        self.fill_store(s.store, self.shard_rows, self.shard_cols, 1)  # one chunk per shard
         s.commit(f"{side * side:.0e} chunks, one written per shard")
         self.rng = np.random.default_rng(7)
 
-    def _fill(self, s: Any, value: int) -> None:
+    @staticmethod
+    def fill_store(store: Any, rows: np.ndarray, cols: np.ndarray, value: int) -> None:
         """Write the first chunk of every shard through the store (one 1-byte chunk each;
         through zarr's orthogonal indexing each chunk would first be read)."""
-        store = s.store
         data = default_buffer_prototype().buffer.from_bytes(bytes([value]))
-        keys = [
-            f"grid/c/{r}/{c}" for r in self.shard_rows.tolist() for c in self.shard_cols.tolist()
-        ]
+        keys = [f"grid/c/{r}/{c}" for r in rows.tolist() for c in cols.tolist()]
 
         async def put_all() -> None:
             for i in range(0, len(keys), 2000):
@@ -116,11 +215,12 @@ class Lake:
 
         sync(put_all())
 
-    def _shard_origins(self) -> tuple[np.ndarray, np.ndarray]:
+    @staticmethod
+    def shard_origins(side: int) -> tuple[np.ndarray, np.ndarray]:
         from zarrlake.model.manifest import shard_shape_for
 
-        rows, cols = shard_shape_for((self.side, self.side), 2)
-        return np.arange(0, self.side, rows), np.arange(0, self.side, cols)
+        rows, cols = shard_shape_for((side, side), 2)
+        return np.arange(0, side, rows), np.arange(0, side, cols)
 
     @property
     def populated_shards(self) -> int:
@@ -139,38 +239,20 @@ class Lake:
 
     def cold_read(self) -> float:
         r, c = self.some_chunk()
-        out = subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                COLD_SCRIPT,
-                json.dumps(self.opener),
-                str(r),
-                str(c),
-            ],
-            check=False,
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-        )
-        if out.returncode:
-            raise RuntimeError(f"the cold read failed:\n{out.stderr}")
-        return float(json.loads(out.stdout.strip().splitlines()[-1])["seconds"])
+        return _cold(COLD_SCRIPT, json.dumps(self.opener), r, c)
 
     def restore_ones(self) -> None:
         """Put the cold read's chunks back to 1 (the one-chunk commits changed some)."""
         s = self.repo.writable_session()
-        self._fill(s, 1)
+        self.fill_store(s.store, self.shard_rows, self.shard_cols, 1)
         s.commit("restore")
 
     def hundred_chunk_versions(self) -> tuple[str, str]:
         a = self.repo.resolve("main")
         s = self.repo.writable_session()
         arr = zarr.open_array(s.store, path="grid")
-        picked: set[tuple[int, int]] = set()
-        while len(picked) < 100:
-            picked.add(self.some_chunk())
-        for r, c in sorted(picked):
+        picked = hundred_chunks(self.rng, self.side)
+        for r, c in picked:
             arr[r, c] = 42
         b = s.commit("100 chunks")
         return a, b
@@ -181,8 +263,17 @@ class Lake:
         t = time.perf_counter()
         d = repo.diff(a, b)
         took = time.perf_counter() - t
-        assert len(d.nodes[0].chunks_changed) == 100, d.summary()
+        summary = d.summary()
+        assert summary.chunks_added + summary.chunks_changed == 100, summary
         return took
+
+
+def hundred_chunks(rng: np.random.Generator, side: int) -> list[tuple[int, int]]:
+    """100 distinct chunks spread over the whole array (most in shards of their own)."""
+    picked: set[tuple[int, int]] = set()
+    while len(picked) < 100:
+        picked.add((int(rng.integers(side)), int(rng.integers(side))))
+    return sorted(picked)
 
 
 def repeat(n: int, fn: Callable[[], float]) -> list[float]:
@@ -192,7 +283,7 @@ def repeat(n: int, fn: Callable[[], float]) -> list[float]:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default="4,6,8", help="powers of ten of the chunk counts (even)")
-    p.add_argument("--catalog", default="sqlite,postgres", help="sqlite, postgres or both")
+    p.add_argument("--catalog", default="sqlite,postgres", help="any of sqlite, postgres, icechunk")
     p.add_argument("--repeat", type=int, default=15, help="one-chunk commits per size")
     p.add_argument("--cold", type=int, default=5, help="fresh-process reads per size")
     p.add_argument("--pg-url", default=PG_DEFAULT)
@@ -202,7 +293,7 @@ def main() -> int:
     if any(k % 2 for k in sizes):
         p.error("--sizes must be even powers of ten (square arrays)")
     catalogs = [c.strip() for c in args.catalog.split(",")]
-    unknown = set(catalogs) - {"sqlite", "postgres"}
+    unknown = set(catalogs) - {"sqlite", "postgres", "icechunk"}
     if unknown:
         p.error(f"unknown catalog(s): {', '.join(sorted(unknown))}")
     scratch = Path(tempfile.mkdtemp(prefix="zarrlake-scale-"))
@@ -225,12 +316,18 @@ def main() -> int:
                     )
                 try:
                     t = time.perf_counter()
-                    lake = Lake(scratch / f"{cat}-{k}", side, url)
+                    lake: Lake | IcechunkLake
+                    if cat == "icechunk":
+                        lake = IcechunkLake(scratch / f"{cat}-{k}", side)
+                        size_of: Callable[[], int] = lake.written_bytes
+                    else:
+                        lake = Lake(scratch / f"{cat}-{k}", side, url)
+                        size_of = lambda repo=lake.repo: blob_bytes(repo)  # noqa: E731
                     build = time.perf_counter() - t
                     lake.one_chunk_commit()  # warm the process's caches like a live writer
-                    before = blob_bytes(lake.repo)
+                    before = size_of()
                     lake.one_chunk_commit()
-                    written = blob_bytes(lake.repo) - before
+                    written = size_of() - before
                     commits = repeat(args.repeat, lake.one_chunk_commit)
                     lake.restore_ones()
                     cold = repeat(args.cold, lake.cold_read)
@@ -241,15 +338,13 @@ def main() -> int:
                         "bytes": written,
                         "cold_ms": median_ms(cold),
                     }
-                    if k == max(sizes):
-                        a, b = lake.hundred_chunk_versions()
-                        row["diff_ms"] = median_ms([lake.cold_diff(a, b) for _ in range(5)])
+                    a, b = lake.hundred_chunk_versions()
+                    row["diff_ms"] = median_ms([lake.cold_diff(a, b) for _ in range(5)])
                     results[cat][k] = row
                     print(
                         f"  {cat:<8} 10^{k}: {row['shards']:>7,} shards  built in {build:6.1f} s  "
                         f"commit {row['commit_ms']:6.1f} ms  bytes {written / 1000:6.1f} KB  "
-                        f"cold read {row['cold_ms']:6.1f} ms"
-                        + (f"  diff(100) {row['diff_ms']:6.1f} ms" if "diff_ms" in row else "")
+                        f"cold read {row['cold_ms']:6.1f} ms  diff(100) {row['diff_ms']:6.1f} ms"
                     )
                 finally:
                     forget_cores()
@@ -276,12 +371,20 @@ def targets(results: dict[str, dict[int, dict[str, float]]], lo: int, hi: int) -
         lines.append(f"  {verdict}  {name:<52} {value:8.2f} {unit} (<= {limit:g})")
 
     for cat, rows in results.items():
-        if lo == hi:
+        if lo == hi or lo not in rows or hi not in rows:
             continue
         a, b = rows[lo], rows[hi]
+        if cat == "icechunk":  # no targets of its own: its figures, for comparison
+            lines.append(
+                f"  ----  icechunk: commit {b['commit_ms'] / a['commit_ms']:.2f}x, cold read "
+                f"{b['cold_ms'] / a['cold_ms']:.2f}x, diff {b['diff_ms'] / a['diff_ms']:.2f}x, "
+                f"{b['bytes'] / 1000:.1f} KB written by a one-chunk commit at 10^{hi}"
+            )
+            continue
         check(f"{cat}: one-chunk commit ratio", b["commit_ms"] / a["commit_ms"], 1.3, "x")
         check(f"{cat}: cold open + read ratio", b["cold_ms"] / a["cold_ms"], 1.3, "x")
-        check(f"{cat}: diff of 100 chunks", b.get("diff_ms", float("nan")), 50, "ms")
+        check(f"{cat}: diff of 100 chunks ratio", b["diff_ms"] / a["diff_ms"], 1.3, "x")
+        check(f"{cat}: diff of 100 chunks", b["diff_ms"], 50, "ms")
         check(f"{cat}: catalog bytes of a one-chunk commit", b["bytes"] / 1000, 64, "KB")
     return "\n".join(lines)
 

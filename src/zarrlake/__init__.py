@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 from zarrlake import _xarray_hook
 from zarrlake._optional import MissingExtraError
-from zarrlake.catalog import CatalogUpgrade
 from zarrlake.errors import (
     AlreadyExistsError,
     CatalogError,
@@ -49,17 +48,25 @@ from zarrlake.errors import (
     VirtualSourceError,
     ZarrlakeError,
 )
-from zarrlake.maintenance import ExpireReport, ExportReport, FsckIssue, FsckReport, GCReport
 from zarrlake.model.diff import Diff, DiffSummary, FieldChange, NodeDiff
 from zarrlake.model.graph import CommitGraph, GraphRow
 from zarrlake.model.preview import MergePreview
-from zarrlake.repo import Repo, upgrade_catalog
-from zarrlake.session import ReadonlySession, Session, WritableSession
 from zarrlake.store import LakeStore
 from zarrlake.types import CommitInfo, RefLogEntry, RepoConfig, SessionInfo
 from zarrlake.urls import VersionURL, parse_url, version_url
 
 if TYPE_CHECKING:
+    from zarrlake.catalog import CatalogUpgrade as CatalogUpgrade
+    from zarrlake.maintenance import ExpireReport as ExpireReport
+    from zarrlake.maintenance import ExportReport as ExportReport
+    from zarrlake.maintenance import FsckIssue as FsckIssue
+    from zarrlake.maintenance import FsckReport as FsckReport
+    from zarrlake.maintenance import GCReport as GCReport
+    from zarrlake.repo import Repo as Repo
+    from zarrlake.repo import upgrade_catalog as upgrade_catalog
+    from zarrlake.session import ReadonlySession as ReadonlySession
+    from zarrlake.session import Session as Session
+    from zarrlake.session import WritableSession as WritableSession
     from zarrlake.virtual import import_icechunk as import_icechunk
     from zarrlake.virtual import import_zarr as import_zarr
     from zarrlake.xarray import open_dataset as open_dataset
@@ -133,8 +140,17 @@ __all__ = [
 
 _xarray_hook.install()
 
-# Loaded on first use, so that ``import zarrlake`` stays fast and works without xarray.
+# Loaded on first use, so that ``import zarrlake`` stays fast (the catalog's SQLAlchemy is
+# loaded by the first ``zarrlake.Repo``) and works without xarray.
 _LAZY = {
+    "Repo": "zarrlake.repo",
+    "upgrade_catalog": "zarrlake.repo",
+    "CatalogUpgrade": "zarrlake.catalog",
+    **dict.fromkeys(
+        ["ExpireReport", "ExportReport", "FsckIssue", "FsckReport", "GCReport"],
+        "zarrlake.maintenance",
+    ),
+    **dict.fromkeys(["ReadonlySession", "Session", "WritableSession"], "zarrlake.session"),
     "open_dataset": "zarrlake.xarray",
     "import_zarr": "zarrlake.virtual",
     "import_icechunk": "zarrlake.virtual",

@@ -22,6 +22,7 @@ from zarrlake.maintenance import ExpireReport, ExportReport, FsckReport, GCRepor
 from zarrlake.model import Solver
 from zarrlake.model.diff import Diff
 from zarrlake.model.graph import CommitGraph
+from zarrlake.model.hashing import DEFAULT_CONTENT_HASH, chunk_hasher
 from zarrlake.model.preview import MergePreview
 from zarrlake.model.virtual import normalize_prefix
 from zarrlake.objects.local import make_directory
@@ -99,6 +100,9 @@ class Repo(VirtualSourcesMixin, ReviewMixin):
         self.config = core.config
         self.name = core.name
         self.storage = core.storage
+        self.content_hash = core.hasher.name
+        """The hash naming the repo's chunk objects, as recorded when it was created:
+        ``"blake3"``, or ``"sha256"`` (repos made before schema 9, and those asked for it)."""
 
     # -- opening -------------------------------------------------------------------------------
 
@@ -143,6 +147,7 @@ class Repo(VirtualSourcesMixin, ReviewMixin):
         verify_reads: bool = True,
         strict_metadata: bool = True,
         virtual_sources: dict[str, dict[str, Any]] | None = None,
+        content_hash: str = DEFAULT_CONTENT_HASH,
     ) -> Repo:
         """Create a repo.
 
@@ -160,14 +165,18 @@ class Repo(VirtualSourcesMixin, ReviewMixin):
         storage_options
             Passed to fsspec (credentials, endpoint); never stored in the catalog.
         verify_reads
-            Check every chunk read against the CRC32C recorded in its ref, or its SHA-256
-            for a chunk written before checksums (:class:`ChunkCorruptionError`).
+            Check every chunk read against the CRC32C recorded in its ref, or its content
+            hash for a chunk written before checksums (:class:`ChunkCorruptionError`).
         strict_metadata
             Refuse ``zarr.json`` documents that are not Zarr v3 metadata.
         virtual_sources
             Prefixes virtual chunk references may point under, each with its options (see
             :meth:`allow_virtual_source`; credentials among them are never stored).
+        content_hash
+            The hash naming the repo's chunk objects (its content address), recorded in the
+            catalog for the repo's life: ``"blake3"`` (the default) or ``"sha256"``.
         """
+        hasher = chunk_hasher(content_hash)
         secrets = {p: split_secrets(o)[1] for p, o in (virtual_sources or {}).items()}
         config, path = cls._config(
             location, catalog, name, storage_options, verify_reads, strict_metadata, secrets
@@ -184,7 +193,7 @@ class Repo(VirtualSourcesMixin, ReviewMixin):
             storage_url = storage
             if "://" not in storage_url:
                 storage_url = str(Path(storage_url).expanduser().absolute())
-        core = create_core(config, storage_url, _author(author))
+        core = create_core(config, storage_url, _author(author), hasher)
         allow_sources(core, virtual_sources or {})
         return cls(core)
 

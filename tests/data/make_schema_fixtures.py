@@ -61,6 +61,7 @@ SOURCES = {
     6: "fb66550",
     7: "18f7ea3",
     8: "b4c21e8",
+    9: "9a2f56f",
 }
 PLACEHOLDER = "@@STORAGE@@"
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"

@@ -1,4 +1,5 @@
-"""Reads check a chunk's CRC32C; ``fsck(verify=True)`` checks its SHA-256. Both catalogs."""
+"""Reads check a chunk's CRC32C; ``fsck(verify=True)`` checks its content hash (BLAKE3 or
+SHA-256, the repo's). Both catalogs."""
 
 from __future__ import annotations
 
@@ -75,10 +76,11 @@ def test_a_corrupt_chunk_fails_its_checksum_on_read(
     assert [(i.kind, i.hash) for i in report.issues] == [("corrupt_object", first.name)]
 
 
+@pytest.mark.parametrize("content_hash", ["blake3", "sha256"])
 def test_fsck_finds_a_corruption_that_keeps_the_checksum(
-    make_repo: Callable[..., zarrlake.Repo],
+    make_repo: Callable[..., zarrlake.Repo], content_hash: str
 ) -> None:
-    repo = make_repo()
+    repo = make_repo(content_hash=content_hash)
     data = np.random.default_rng(2).random(BIG)
     commit = _write(repo, data)
     (obj,) = object_files(repo)

@@ -247,3 +247,32 @@ def test_an_expired_commit_stops_being_served(
         gone = request(s, path)
         assert gone.status == 404
         assert gone.body.decode().startswith(f"no ref '{v1}'")
+
+
+def test_virtual_chunks_at_a_commit_url_come_from_their_source_every_time(
+    tmp_path: Path,
+) -> None:
+    """A commit URL answers from the local objects at once; a virtual chunk's source is read
+    afresh each time, so a source changed after the first answer is refused, not served."""
+    source = tmp_path / "archive.bin"
+    data = np.arange(16, dtype="<i4").tobytes()
+    source.write_bytes(data)
+    repo = zarrlake.Repo.create(tmp_path / "lake", virtual_sources={str(tmp_path): {}})
+    s = repo.writable_session()
+    zarr.create_array(s.store, name="a", shape=(4,), chunks=(2,), dtype="<i4", compressors=None)
+    s.put_virtual_refs("a", [((0,), f"file://{source}", 8, 8)])
+    zarr.open_array(s.store, path="a")[2:] = [7, 9]
+    commit = s.commit("one virtual chunk, one stored")
+    with gateway(Lake.for_repo(repo)) as served:
+        for _ in range(2):  # the second answer comes after the commit id was pinned
+            got = request(served, f"/{repo.name}/{commit}/a/c/0")
+            assert (got.status, got.body) == (200, data[8:16])
+            stored = request(served, f"/{repo.name}/{commit}/a/c/1")
+            assert np.frombuffer(stored.body, "<i4").tolist() == [7, 9]
+        source.write_bytes(data[::-1])
+        changed = request(served, f"/{repo.name}/{commit}/a/c/0")
+        assert changed.status == 500
+        assert (
+            changed.body == b"chunk data could not be read (source_changed); see the server log\n"
+        )
+        assert request(served, f"/{repo.name}/{commit}/a/c/1").status == 200

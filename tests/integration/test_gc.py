@@ -28,6 +28,7 @@ from tests.integration._workers import (
     run_children,
     uniform_value,
 )
+from zarrlake.model.hashing import DEFAULT_CONTENT_HASH, chunk_hasher
 from zarrlake.objects import PACK_CHUNK_LIMIT
 from zarrlake.testing import LakeProbe
 
@@ -39,8 +40,9 @@ CHUNK = PACK_CHUNK_LIMIT // 8 + 1
 
 
 def h(value: int) -> bytes:
-    """The object hash of a chunk holding ``value`` (uncompressed int64, CHUNK of them)."""
-    return hashlib.sha256(np.full(CHUNK, value, "<i8").tobytes()).digest()
+    """The object hash of a chunk holding ``value`` (uncompressed int64, CHUNK of them), by a
+    new repo's content hash."""
+    return chunk_hasher(DEFAULT_CONTENT_HASH)(np.full(CHUNK, value, "<i8").tobytes())
 
 
 def objects(repo: zarrlake.Repo) -> set[bytes]:

@@ -338,3 +338,16 @@ def test_a_session_lists_its_nodes_with_their_kind(tmp_path: Path) -> None:
     c = s.commit("ocean")
     assert repo.readonly_session(commit=c).nodes() == expected
     assert repo.readonly_session(commit=repo.log()[-1].id).nodes() == {}
+
+
+def test_committing_to_a_branch_deleted_meanwhile_says_so(
+    make_repo: Callable[..., zarrlake.Repo],
+) -> None:
+    repo = make_repo()
+    repo.create_branch("dev")
+    s = repo.writable_session("dev")
+    zarr.open_group(s.store).create_array("a", shape=(4,), dtype="i4")[:] = 3
+    repo.delete_branch("dev")
+    with pytest.raises(zarrlake.SessionClosedError, match="no longer exists"):
+        s.commit("lost branch")
+    assert "dev" not in repo.branches()

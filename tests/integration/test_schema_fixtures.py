@@ -43,6 +43,8 @@ ADDED_TABLES = {
     8: {"zl_webhooks"},
 }
 ADDED_STAGED = {4: {"pack", "pack_offset"}, 5: {"crc"}, 6: {"source"}}
+REPOS = {"id", "name", "storage", "config", "created_at"}
+ADDED_REPOS = {9: {"content_hash"}}
 
 
 def _since(added: dict[int, set[str]], version: int) -> set[str]:
@@ -55,6 +57,8 @@ def check_catalog(conn: sa.Connection, version: int, facts: dict[str, Any], stor
     assert tables == TABLES | _since(ADDED_TABLES, version)
     staged = {c["name"] for c in inspector.get_columns("zl_staged")}
     assert staged == STAGED | _since(ADDED_STAGED, version)
+    columns = {c["name"] for c in inspector.get_columns("zl_repos")}
+    assert columns == REPOS | _since(ADDED_REPOS, version)
     found = conn.execute(sa.text("SELECT value FROM zl_info WHERE key = 'schema_version'"))
     assert found.scalar_one() == str(version)
 

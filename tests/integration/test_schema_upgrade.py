@@ -23,6 +23,7 @@ import zarrlake
 from tests.conftest import PG_URL, _need_postgres
 from tests.data.schemas import VERSIONS, expected, restored_postgres, unpack_sqlite
 from zarrlake.catalog import SCHEMA_VERSION
+from zarrlake.testing import LakeProbe
 
 CURRENT = SCHEMA_VERSION
 
@@ -109,7 +110,8 @@ def test_an_older_catalog_is_refused_unchanged_until_upgraded(old_catalog: str, 
     assert (done.before, done.after) == (version, CURRENT)
     assert done.applied == list(range(version + 1, CURRENT + 1))
     repo = zarrlake.Repo.open(catalog=old_catalog)
-    _same_history(repo, expected(version)[kind])
+    assert repo.content_hash == "sha256"  # its objects keep their names
+    _same_history(repo, expected(version)[kind])  # inline chunks verified by SHA-256 too
 
     s = repo.writable_session()  # the upgraded lake takes new commits, keyed ones too
     zarr.open_array(s.store, path="grp/count", mode="r+")[0:4] = 99
@@ -118,9 +120,27 @@ def test_an_older_catalog_is_refused_unchanged_until_upgraded(old_catalog: str, 
     assert repo.fsck(verify=True).ok
 
 
+@pytest.mark.parametrize("old_catalog", [8], indirect=True, ids=["v8"])
+def test_an_upgraded_repo_names_new_objects_by_sha256(old_catalog: str, kind: str) -> None:
+    zarrlake.upgrade_catalog(catalog=old_catalog)
+    repo = zarrlake.Repo.open(catalog=old_catalog)
+    chunk = np.random.default_rng(8).random(40_000)  # 320,000 bytes: an object of its own
+    before = LakeProbe(repo).object_hashes()
+    s = repo.writable_session()
+    for name in ("x", "y"):  # the same bytes twice: stored once
+        zarr.open_group(s.store, path="grp").create_array(
+            name, shape=chunk.shape, chunks=chunk.shape, dtype="f8", compressors=None
+        )[:] = chunk
+    s.commit("big chunks")
+    after = LakeProbe(repo).object_hashes()
+    assert after - before == {hashlib.sha256(chunk.tobytes()).digest()}
+    assert repo.fsck(verify=True).ok
+
+
 @pytest.mark.parametrize("old_catalog", [CURRENT], indirect=True, ids=[f"v{CURRENT}"])
 def test_a_current_catalog_opens_and_upgrade_has_nothing_to_do(old_catalog: str, kind: str) -> None:
     repo = zarrlake.Repo.open(catalog=old_catalog)
+    assert repo.content_hash == "blake3"  # made at this version, with the default
     _same_history(repo, expected(CURRENT)[kind])
     before = _snapshot(old_catalog)
     done = zarrlake.upgrade_catalog(catalog=old_catalog)

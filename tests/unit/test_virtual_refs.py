@@ -3,6 +3,8 @@ hold references (the ZLS3 form) next to every older kind of entry."""
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from zarrlake.errors import CatalogError, VirtualSourceError
@@ -123,3 +125,27 @@ def test_a_corrupt_sources_table_is_a_catalog_error(cut: str) -> None:
         bad = data[: at - 8] + (2).to_bytes(8, "little") + b"[]"
     with pytest.raises(CatalogError, match="corrupt"):
         Shard.decode(bad)
+
+
+def test_a_rewritten_shard_keeps_the_byte_layout_its_hash_was_made_from() -> None:
+    # Inline, object, packed and virtual entries, then deletions, a replacement and an
+    # addition: the bytes (so the shard's hash, shared by every commit that did not change
+    # it) must stay those this layout always gave.
+    def inline(d: bytes) -> ChunkRef:
+        return ChunkRef(content_hash(d), len(d), d)
+
+    pack = hashlib.sha256(b"pack").digest()
+    first = {i: inline(bytes([i]) * (i % 7)) for i in range(0, 40, 3)}
+    first.update({i: ChunkRef(content_hash(bytes([i]) * 600), 600, crc=i) for i in range(1, 40, 3)})
+    first.update(
+        {
+            i: ChunkRef(content_hash(bytes([i]) * 700), 700, pack=pack, offset=i * 700, crc=i)
+            for i in range(2, 40, 6)
+        }
+    )
+    first.update({i: _virtual(SRC if i % 4 else OTHER, i * 10, 10) for i in range(5, 40, 6)})
+    shard = Shard.empty().apply(first)
+    shard = shard.apply({0: None, 5: _virtual(OTHER, 1, 1), 7: None, 41: inline(b"new"), 3: None})
+    assert hashlib.sha256(shard.encode()).hexdigest() == (
+        "645f9a38ba1266a44e6a527cd031393a17f14155fa55f9464dadb2f1e86290eb"
+    )

@@ -29,7 +29,7 @@ from zarrlake.catalog.sessions import SessionQueries
 from zarrlake.catalog.sources import SourceQueries
 from zarrlake.catalog.writer import CommitWriter, write_first_commit
 from zarrlake.errors import AlreadyExistsError, NotFoundError
-from zarrlake.model.records import CommitRecord
+from zarrlake.model.records import CommitRecord, RepoRecord
 
 __all__ = [
     "Catalog",
@@ -76,8 +76,11 @@ class RepoCatalog:
 class Catalog(CatalogDb):
     """A catalog database: its repos."""
 
-    def create_repo(self, name: str, storage: str, first: CommitRecord, root: bytes) -> int:
-        """Create a repo with its first (empty) commit and its ``main`` branch."""
+    def create_repo(
+        self, name: str, storage: str, first: CommitRecord, root: bytes, content_hash: str
+    ) -> int:
+        """Create a repo with its first (empty) commit and its ``main`` branch, its chunk
+        objects named by the content hash called ``content_hash``."""
         with self.tx(write=True) as conn:
             if conn.execute(sa.select(repos.c.id).where(repos.c.name == name)).first():
                 raise AlreadyExistsError(
@@ -87,18 +90,20 @@ class Catalog(CatalogDb):
             repo_id = int(
                 conn.execute(
                     sa.insert(repos)
-                    .values(name=name, storage=storage, created_at=now)
+                    .values(name=name, storage=storage, created_at=now, content_hash=content_hash)
                     .returning(repos.c.id)
                 ).scalar_one()
             )
             write_first_commit(conn, repo_id, first, root, now)
             return repo_id
 
-    def get_repo(self, name: str) -> tuple[int, str]:
-        """(id, storage URL) of a repo."""
+    def get_repo(self, name: str) -> RepoRecord:
+        """A repo's id, storage URL and content hash."""
         with self.read() as conn:
             row = conn.execute(
-                sa.select(repos.c.id, repos.c.storage).where(repos.c.name == name)
+                sa.select(repos.c.id, repos.c.storage, repos.c.content_hash).where(
+                    repos.c.name == name
+                )
             ).first()
         if row is None:
             raise NotFoundError(
@@ -106,7 +111,7 @@ class Catalog(CatalogDb):
                 f"existing: {', '.join(self.list_repos()) or 'none'} (create one with "
                 "zarrlake init or Repo.create)"
             )
-        return int(row.id), str(row.storage)
+        return RepoRecord(int(row.id), str(row.storage), str(row.content_hash))
 
     def list_repos(self) -> list[str]:
         with self.read() as conn:

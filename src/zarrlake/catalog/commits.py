@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -33,18 +33,30 @@ class CommitQueries(Scoped):
 
     def get_with_root(self, commit_id: str) -> tuple[CommitRecord, bytes | None]:
         """A commit and its snapshot root's bytes, in one round trip."""
-        rid = self.repo_id
-        q = (
-            sa.select(*COMMIT_COLS, blobs.c.data.label("root_data"))
-            .select_from(commits)
-            .outerjoin(blobs, sa.and_(blobs.c.repo_id == rid, blobs.c.hash == commits.c.root_hash))
-            .where(commits.c.repo_id == rid, commits.c.id == commit_id)
-        )
-        with self.db.read() as conn:
-            row = conn.execute(q).first()
-        if row is None:
+        found = self.with_roots([commit_id]).get(commit_id)
+        if found is None:
             raise NotFoundError(f"no commit {commit_id!r} in this repo")
-        return commit_record(row), None if row.root_data is None else bytes(row.root_data)
+        return found
+
+    def with_roots(self, ids: Sequence[str]) -> dict[str, tuple[CommitRecord, bytes | None]]:
+        """The commits of ``ids`` that exist, each with its snapshot root's bytes, by id, in
+        one round trip (per few hundred)."""
+        rid = self.repo_id
+        out: dict[str, tuple[CommitRecord, bytes | None]] = {}
+        for batch in batches(list(dict.fromkeys(ids))):
+            q = (
+                sa.select(*COMMIT_COLS, blobs.c.data.label("root_data"))
+                .select_from(commits)
+                .outerjoin(
+                    blobs, sa.and_(blobs.c.repo_id == rid, blobs.c.hash == commits.c.root_hash)
+                )
+                .where(commits.c.repo_id == rid, commits.c.id.in_(list(batch)))
+            )
+            with self.db.read() as conn:
+                for row in conn.execute(q):
+                    data = None if row.root_data is None else bytes(row.root_data)
+                    out[row.id] = (commit_record(row), data)
+        return out
 
     def by_id(self, ids: Sequence[str]) -> dict[str, CommitRecord]:
         """The commits of ``ids`` that exist, by id."""
@@ -73,19 +85,44 @@ class CommitQueries(Scoped):
         """What ``name`` may mean, in one round trip: ``("ref", commit)`` if a branch or tag
         has that name, and up to two ``("commit", id)`` whose id starts with it (if
         ``prefix``)."""
+        return self.lookup_many({name: prefix})[name]
+
+    def lookup_many(self, names: Mapping[str, bool]) -> dict[str, list[tuple[str, str]]]:
+        """:meth:`lookup` of several names (name -> ``prefix``: a lowercase hex name that may
+        be a commit id's beginning), in one round trip."""
         rid = self.repo_id
-        q: Any = sa.select(sa.literal("ref").label("what"), refs.c.commit_id.label("id")).where(
-            refs.c.repo_id == rid, refs.c.name == name
-        )
-        if prefix:
-            by_id = (
-                sa.select(sa.literal("commit").label("what"), commits.c.id.label("id"))
-                .where(commits.c.repo_id == rid, commits.c.id.startswith(name, autoescape=True))
-                .limit(2)
+        by_ref: Any = sa.select(
+            sa.literal("ref").label("what"),
+            refs.c.name.label("name"),
+            refs.c.commit_id.label("id"),
+        ).where(refs.c.repo_id == rid, refs.c.name.in_(list(names)))
+        by_id: list[Any] = [
+            sa.select(
+                sa.literal("commit").label("what"),
+                sa.literal(name).label("name"),
+                commits.c.id.label("id"),
             )
-            q = sa.union_all(q, by_id.subquery().select())
+            .where(
+                commits.c.repo_id == rid,
+                # Commit ids are lowercase hex: those starting with ``name`` are the range
+                # [name, name + "g"), which the primary key finds without a scan (a LIKE
+                # alone read every commit of the repo: the cost grew with the history).
+                commits.c.id >= name,
+                commits.c.id < name + "g",
+                commits.c.id.startswith(name, autoescape=True),
+            )
+            .limit(2)
+            .subquery()
+            .select()
+            for name, prefix in names.items()
+            if prefix
+        ]
+        q: Any = sa.union_all(by_ref, *by_id) if by_id else by_ref
+        out: dict[str, list[tuple[str, str]]] = {name: [] for name in names}
         with self.db.read() as conn:
-            return [(str(r.what), str(r.id)) for r in conn.execute(q)]
+            for r in conn.execute(q):
+                out[str(r.name)].append((str(r.what), str(r.id)))
+        return out
 
     def ancestry(self, head: str, limit: int | None = None) -> list[CommitRecord]:
         """``head`` and its first-parent ancestors, newest first (one recursive query)."""

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from zarrlake.model.hashing import SHA256
+
 __all__ = ["SCHEMA_VERSION", "metadata", "tune_storage"]
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 metadata = sa.MetaData()
 
@@ -33,6 +35,9 @@ repos = sa.Table(
     sa.Column("storage", sa.Text, nullable=False),
     sa.Column("config", sa.Text, nullable=False, server_default="{}"),
     sa.Column("created_at", sa.Float, nullable=False),
+    # the function naming its chunk objects (zarrlake.model.hashing); repos made before
+    # schema 9 are SHA-256
+    sa.Column("content_hash", sa.String(16), nullable=False, server_default=SHA256),
 )
 
 # Immutable, content-addressed catalog nodes: snapshot roots, manifest indexes and shards,

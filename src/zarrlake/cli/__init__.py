@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -165,10 +166,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("zarrlake: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return _reader_gone()
     except Exception as exc:  # every failure gets a status that says which kind it was
         code = exit_code(exc)
         _report(exc, code, as_json)
         return code
+
+
+def _reader_gone() -> int:
+    """The reader of stdout stopped reading (``zarrlake log | head``): what it did not read
+    was not wanted, so the command ends quietly with success, as its work is done or was only
+    output. stdout now goes nowhere, so the interpreter's last flush cannot fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -28,8 +28,10 @@ def _is_icechunk(source: str) -> bool:
 
 def _import_icechunk(args: argparse.Namespace, repo: zarrlake.Repo) -> int:
     import zarrlake
+    from zarrlake.virtual.icechunk_storage import icechunk_storage
 
-    result = zarrlake.import_icechunk(repo, args.source, ref_prefix=args.ref_prefix)
+    storage = icechunk_storage(args.source, parse_options(args.source_options) or None)
+    result = zarrlake.import_icechunk(repo, storage, ref_prefix=args.ref_prefix)
     if args.json:
         emit_json(
             {"commits": result.commits, "branches": result.branches, "tags": result.tags,
@@ -52,7 +54,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
     args.path = args.lake or default_lake()
     repo = open_repo(args)
-    if "://" not in args.source and _is_icechunk(args.source):
+    if args.icechunk or ("://" not in args.source and _is_icechunk(args.source)):
         return _import_icechunk(args, repo)
     options = parse_options(args.source_options) or None
     if args.allow and not args.copy:
@@ -90,12 +92,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Import the Zarr store at SOURCE (a directory or an s3:// URL; Zarr v2 "
         "metadata is converted to v3) into --branch in one commit. By default every chunk "
         "is a reference to the store's own object, which must lie under a location the repo "
-        "allows (see --allow); with --copy the chunks are copied into the lake. A local "
-        "Icechunk repository is imported with its history: every snapshot a commit, its "
-        "branches and tags (named with --ref-prefix in front). What cannot be imported "
-        "changes nothing.",
+        "allows (see --allow); with --copy the chunks are copied into the lake. An Icechunk "
+        "repository (a directory, found by its layout, or s3://bucket/prefix with "
+        "--icechunk) is imported with its history: every snapshot a commit, its branches and "
+        "tags (named with --ref-prefix in front). What cannot be imported changes nothing.",
     )
-    sp.add_argument("source", metavar="SOURCE", help="the Zarr store: a directory or s3:// URL")
+    sp.add_argument(
+        "source",
+        metavar="SOURCE",
+        help="the Zarr store or Icechunk repository: a directory or s3:// URL",
+    )
     _add_location_options(sp)
     sp.add_argument("--branch", default="main", help="the branch to commit to (default main)")
     sp.add_argument("--message", "-m", default=None, help="the commit message")
@@ -111,6 +117,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="KEY=VALUE",
         dest="source_options",
         help="fsspec option for SOURCE, e.g. endpoint_url=... (repeatable; never printed)",
+    )
+    sp.add_argument(
+        "--icechunk",
+        action="store_true",
+        help="SOURCE is an Icechunk repository (found by itself in a local directory)",
     )
     sp.add_argument(
         "--ref-prefix",

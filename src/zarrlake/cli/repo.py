@@ -21,6 +21,7 @@ def _cmd_init(args: argparse.Namespace) -> int:
     from zarrlake.types import safe_url
 
     options = parse_options(args.storage_options)
+    chosen = {} if args.content_hash is None else {"content_hash": args.content_hash}
     if args.catalog:
         remember_url_secrets(args.catalog)
         if args.storage:
@@ -31,6 +32,7 @@ def _cmd_init(args: argparse.Namespace) -> int:
             name=args.name,
             storage_options=options,
             author=args.author,
+            **chosen,
         )
         catalog = safe_url(args.catalog)
     else:
@@ -43,7 +45,9 @@ def _cmd_init(args: argparse.Namespace) -> int:
                 f"{args.path} already holds a lake: use it (zarrlake log --lake {args.path}), "
                 "or pick another directory"
             )
-        repo = zarrlake.Repo.create(args.path, storage_options=options, author=args.author)
+        repo = zarrlake.Repo.create(
+            args.path, storage_options=options, author=args.author, **chosen
+        )
         catalog = f"sqlite:///{args.path}/catalog.db"
     storage = safe_url(repo.storage)
     if args.json:
@@ -114,6 +118,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_lake_args(sp)
     sp.add_argument("--storage", metavar="URL", help="chunk storage, with --catalog")
     sp.add_argument("--author", help="author of the first commit (default: the login name)")
+    sp.add_argument(
+        "--content-hash",
+        metavar="NAME",
+        help="the hash naming the repo's chunk objects: blake3 (default) or sha256",
+    )
     sp.add_argument("--json", action="store_true", help="print JSON (see docs/cli.md)")
     sp.set_defaults(func=_cmd_init)
 

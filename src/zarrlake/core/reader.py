@@ -139,28 +139,40 @@ class CatalogReader:
         self._small.put(("r", h), root)
         return root
 
+    def prime_roots(self, items: Sequence[tuple[bytes, bytes]]) -> None:
+        """Seed the cache with roots read along with their commits (hash, bytes); the top
+        documents of those not cached yet are loaded together, in one query."""
+        roots = []
+        for h, data in items:
+            if not self._small.has(("r", h)):
+                root = Root.decode(data)
+                self._small.put(("r", h), root)
+                roots.append(root)
+        self._prefetch_tops([r for r in roots if len(r.nodes) <= _PREFETCH_METAS])
+
     def root(self, h: bytes) -> Root:
         return self._small.get(("r", h), lambda: self._decode_root(self._blob(h)))  # type: ignore[no-any-return]
 
     def _decode_root(self, data: bytes) -> Root:
         root = Root.decode(data)
         if len(root.nodes) <= _PREFETCH_METAS:
-            self._prefetch_tops(root)
+            self._prefetch_tops([root])
         return root
 
-    def _prefetch_tops(self, root: Root) -> None:
-        """Load the metadata documents and manifest index documents of a small hierarchy in
+    def _prefetch_tops(self, roots: Sequence[Root]) -> None:
+        """Load the metadata documents and manifest index documents of small hierarchies in
         one query: opening a node reads its own and its parents' documents, and reading a
         chunk starts at its array's index."""
-        want = [n.meta for n in root.nodes.values() if not self._small.has(("m", n.meta))]
+        nodes = [n for root in roots for n in root.nodes.values()]
+        want = [n.meta for n in nodes if not self._small.has(("m", n.meta))]
         want += [
             n.manifest
-            for n in root.nodes.values()
+            for n in nodes
             if n.manifest is not None and not self._small.has(("i", n.manifest))
         ]
         if not want:
             return
-        for h, (kind, data) in self.nodes.get_many(want).items():
+        for h, (kind, data) in self.nodes.get_many(list(dict.fromkeys(want))).items():
             if kind == "meta":
                 self._small.put(("m", h), data)
             elif kind == "index" and data[:1] != b"{":  # old flat indexes can be large

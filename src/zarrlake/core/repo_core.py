@@ -24,6 +24,7 @@ from zarrlake.catalog.interface import CatalogApi
 from zarrlake.core.reader import CatalogReader
 from zarrlake.errors import ObjectMissingError
 from zarrlake.model import ChunkRef, Root, content_hash
+from zarrlake.model.hashing import ChunkHasher, chunk_hasher
 from zarrlake.model.records import CommitRecord
 from zarrlake.objects import ObjectStore, open_object_store
 from zarrlake.objects.sources import SourceReader
@@ -41,6 +42,9 @@ class RepoCore:
     storage: str  # as the catalog records it
     objects: ObjectStore
     reader: CatalogReader
+    # the repo's content hash: what names and verifies its chunk objects (the object store
+    # has the same one)
+    hasher: ChunkHasher
     sources: SourceReader = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
@@ -125,41 +129,48 @@ _cores: MutableMapping[tuple[Any, ...], RepoCore] = process.registry("cores")
 _lock = threading.Lock()
 
 
-def _build(config: RepoConfig, catalog: RepoCatalog, storage: str) -> RepoCore:
+def _build(config: RepoConfig, catalog: RepoCatalog, storage: str, hasher: ChunkHasher) -> RepoCore:
     objects = open_object_store(
         resolve_storage(config.catalog, storage),
         config.storage_options,
         verify=config.verify_reads,
+        hasher=hasher,
     )
-    return RepoCore(config, catalog, storage, objects, CatalogReader(catalog.nodes))
+    return RepoCore(config, catalog, storage, objects, CatalogReader(catalog.nodes), hasher)
 
 
 def open_core(config: RepoConfig) -> RepoCore:
     """This process's core for ``config``, checked against the catalog (one query)."""
     catalog = catalog_for(config.catalog)
-    repo_id, storage = catalog.get_repo(config.name)
+    found = catalog.get_repo(config.name)
     key = config.key()
     with _lock:
         core = _cores.get(key)
         if (
             core is not None
             and core.catalog.catalog_id == catalog.catalog_id
-            and core.repo_id == repo_id
-            and core.storage == storage
+            and core.repo_id == found.id
+            and core.storage == found.storage
+            and core.hasher.name == found.content_hash
         ):
             return core
-    core = _build(config, catalog.repo(repo_id), storage)
+    core = _build(config, catalog.repo(found.id), found.storage, chunk_hasher(found.content_hash))
     with _lock:
         _cores[key] = core
     return core
 
 
-def create_core(config: RepoConfig, storage: str, author: str) -> RepoCore:
+def create_core(config: RepoConfig, storage: str, author: str, hasher: ChunkHasher) -> RepoCore:
     """Record a new repo in the catalog (after checking its storage works), with its first,
-    empty commit, and open it."""
-    open_object_store(
-        resolve_storage(config.catalog, storage), config.storage_options, verify=False
-    ).probe()
+    empty commit and its content hash, and open it."""
+    objects = open_object_store(
+        resolve_storage(config.catalog, storage),
+        config.storage_options,
+        verify=False,
+        hasher=hasher,
+    )
+    objects.probe()
+    objects.initialize()
     root = Root().encode()
     first = CommitRecord(
         new_commit_id(),
@@ -173,7 +184,9 @@ def create_core(config: RepoConfig, storage: str, author: str) -> RepoCore:
         0.0,
         0,
     )
-    catalog_for(config.catalog, create=True).create_repo(config.name, storage, first, root)
+    catalog_for(config.catalog, create=True).create_repo(
+        config.name, storage, first, root, hasher.name
+    )
     return open_core(config)
 
 

@@ -164,8 +164,12 @@ class GatewayHandler(RequestHandler):
                 return await self._refs(target.repo, body)
             key, data = target.key, None
             if key is not None and not target.directory and self._whole(body):
-                # the common path: a whole value, read with the version in one worker call
-                v, data = await asyncio.to_thread(self.gw.lake.fetch, target.repo, target.ref, key)
+                # the common path: a whole value, read with the version at once when that
+                # waits on nothing, else in one worker call
+                here = self.gw.lake.fetch_here(target.repo, target.ref, key)
+                if here is None:
+                    here = await asyncio.to_thread(self.gw.lake.fetch, target.repo, target.ref, key)
+                v, data = here
             else:
                 v = await asyncio.to_thread(self.gw.lake.version, target.repo, target.ref)
             self._version_headers(v)
@@ -263,6 +267,10 @@ class GatewayHandler(RequestHandler):
         return m.group(1), m.group(2)
 
     async def _send(self, data: bytes) -> None:
+        # The headers go out on their own: tornado copies the first piece written after them
+        # into one buffer with them (a whole chunk, a memcpy per request); later pieces are
+        # sent from the bytes as they are.
+        await self.flush()
         for start in range(0, len(data), SLICE):
             self.write(data[start : start + SLICE])
             await self.flush()

@@ -181,6 +181,29 @@ class Lake:
             self._pinned.put((repo_name, commit), time.monotonic())
         return Version(repo_name, ref, commit, commit == ref, store)
 
+    def fetch_here(self, repo_name: str, ref: str, key: str) -> tuple[Version, bytes | None] | None:
+        """What :meth:`fetch` answers, when that needs no wait on the catalog or the network:
+        the ref is a commit id served in the last :data:`PIN_TTL` seconds and the value is
+        inline or in the lake's local object store. ``None`` otherwise (ask :meth:`fetch` in a
+        worker thread). Local objects are read where the request is handled, as a static file
+        server reads its files; a manifest shard not yet loaded is read from the catalog."""
+        if not _COMMIT_ID.fullmatch(ref):
+            return None
+        checked = self._pinned.get((repo_name, ref))
+        store: LakeStore | None = self._sessions.get((repo_name, ref))
+        if store is None or checked is None or time.monotonic() - checked >= PIN_TTL:
+            return None
+        session = store.session
+        if session.async_reads:
+            return None
+        found = session.locate(key)
+        v = Version(repo_name, ref, ref, True, store)
+        if found is None or isinstance(found, bytes):
+            return v, found
+        if found.virtual:
+            return None  # its source may be on the network
+        return v, session.read_ref(found)
+
     def fetch(self, repo_name: str, ref: str, key: str) -> tuple[Version, bytes | None]:
         """The version and the whole value of ``key`` in it, in one call (one worker thread
         per request on the common path)."""

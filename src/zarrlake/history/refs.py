@@ -8,15 +8,23 @@ from zarrlake.errors import InvalidRefError, NotFoundError
 from zarrlake.model.refexpr import RefExpr, parse_ref_expr
 from zarrlake.types import did_you_mean, in_words
 
-__all__ = ["resolve_ref"]
+__all__ = ["resolve_ref", "resolve_refs"]
 
 _COMMIT_PREFIX_MIN = 4
 
 
+def _hexlike(name: str) -> bool:
+    return _COMMIT_PREFIX_MIN <= len(name) <= 40 and all(c in "0123456789abcdef" for c in name)
+
+
 def _lookup_base(core: RepoCore, name: str) -> str:
     """A branch, tag, commit id or unique commit id prefix."""
-    hexlike = _COMMIT_PREFIX_MIN <= len(name) <= 40 and all(c in "0123456789abcdef" for c in name)
-    found = core.catalog.commits.lookup(name, prefix=hexlike)
+    hexlike = _hexlike(name)
+    return _choose(core, name, hexlike, core.catalog.commits.lookup(name, prefix=hexlike))
+
+
+def _choose(core: RepoCore, name: str, hexlike: bool, found: list[tuple[str, str]]) -> str:
+    """What ``name`` names, given what the catalog's lookup found for it."""
     ref = [c for what, c in found if what == "ref"]
     if ref:
         return ref[0]  # refs first, as git does
@@ -91,3 +99,17 @@ def resolve_ref(core: RepoCore, text: object) -> str:
             )
         commit = found
     return commit
+
+
+def resolve_refs(core: RepoCore, *texts: object) -> list[str]:
+    """The commit ids several ref expressions name; the plain names (branches, tags, commit
+    ids and prefixes) among them are looked up together, in one query."""
+    exprs = [parse_ref_expr(t) for t in texts]
+    plain = {e.base: _hexlike(e.base) for e in exprs if not e.steps and not e.uses_reflog}
+    found = core.catalog.commits.lookup_many(plain) if plain else {}
+    return [
+        _choose(core, e.base, plain[e.base], found[e.base])
+        if not e.steps and not e.uses_reflog
+        else resolve_ref(core, t)
+        for e, t in zip(exprs, texts, strict=True)
+    ]

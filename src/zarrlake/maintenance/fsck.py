@@ -17,7 +17,8 @@ from zarrlake.errors import (
 from zarrlake.maintenance.progress import progress_bar
 from zarrlake.maintenance.reach import reachable_from
 from zarrlake.maintenance.reports import FsckIssue, FsckReport
-from zarrlake.model.manifest import content_hash, join_coords
+from zarrlake.model.hashing import ChunkHasher
+from zarrlake.model.manifest import join_coords
 from zarrlake.model.records import CommitRecord
 from zarrlake.model.virtual import VirtualSource
 from zarrlake.objects import ObjectStore
@@ -27,13 +28,13 @@ from zarrlake.types import ChunkCoords
 __all__ = ["fsck"]
 
 
-def _verify(objects: ObjectStore, h: bytes, pack: bool) -> str | None:
+def _verify(objects: ObjectStore, hasher: ChunkHasher, h: bytes, pack: bool) -> str | None:
     """``None`` if the object reads back with its hash (a pack: if its index is sound and
-    every chunk in it matches its own hash), else the problem."""
+    every chunk in it matches its own hash), else the problem. ``hasher``: the repo's."""
     try:
-        data = objects.read_range(h) if pack else objects.read(h)
+        data = objects.read_range(h)
         if not pack:
-            return None if content_hash(data) == h else "corrupt_object"
+            return None if hasher.matches(data, h) else "corrupt_object"
         entries = parse_pack(h, data)
     except ChunkCorruptionError:
         return "corrupt_object"
@@ -42,7 +43,7 @@ def _verify(objects: ObjectStore, h: bytes, pack: bool) -> str | None:
     except StorageError:  # there, but it cannot be read (permissions, I/O error)
         return "unreadable_object"
     for e in entries:
-        if content_hash(data[e.offset : e.offset + e.length]) != e.hash:
+        if not hasher.matches(data[e.offset : e.offset + e.length], e.hash):
             return "corrupt_object"
     return None
 
@@ -140,7 +141,9 @@ def fsck(core: RepoCore, *, verify: bool, progress: bool | None) -> FsckReport:
             ThreadPoolExecutor(8) as pool,
         ):
             for h, problem in zip(
-                todo, pool.map(lambda x: _verify(objects, x, x in packs), todo), strict=True
+                todo,
+                pool.map(lambda x: _verify(objects, core.hasher, x, x in packs), todo),
+                strict=True,
             ):
                 if problem is not None:
                     problems[h] = problem

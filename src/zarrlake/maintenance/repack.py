@@ -5,8 +5,6 @@ live set follows those rows. See docs/architecture.md, "Packs"."""
 
 from __future__ import annotations
 
-import hashlib
-
 from zarrlake.core import RepoCore
 from zarrlake.errors import ZarrlakeError
 from zarrlake.faults import crash_point
@@ -52,7 +50,7 @@ def repack(core: RepoCore, live: Reach, packs: list[bytes], progress: bool | Non
             moved_all = True
             for offset, (length, h) in sorted(live.packed[pack].items()):
                 chunk = data[offset : offset + length]
-                if len(chunk) != length or hashlib.sha256(chunk).digest() != h:
+                if len(chunk) != length or not core.hasher.matches(chunk, h):
                     moved_all = False  # a damaged chunk stays where fsck will find it
                     continue
                 new_pack, new_offset = objects.write_packed(h, chunk)

@@ -413,14 +413,25 @@ def _flat_to_coords(pos: ChunkCoords, flat: np.ndarray, shard_shape: tuple[int, 
     return local + np.asarray(pos, np.int64) * np.asarray(shard_shape, np.int64)
 
 
+_NO_ROWS = np.empty(0, np.intp)
+_NO_ROWS.flags.writeable = False
+_NO_SHARD = Shard.empty()  # the side of a shard position that has none (never modified)
+
+
 def _compare_shards(a: Shard, b: Shard) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    _, ia, ib = np.intersect1d(a.flat, b.flat, assume_unique=True, return_indices=True)
-    differs = np.any(a.hashes[ia] != b.hashes[ib], axis=1) if len(ia) else np.zeros(0, bool)
-    only_b = np.ones(len(b), bool)
-    only_b[ib] = False
+    """(added, changed, removed) rows; both shards' indices are sorted and unique."""
+    if not len(a):  # a shard that is new (the common case of a diff): all of it is added
+        return np.arange(len(b)), _NO_ROWS, _NO_ROWS
+    if not len(b):
+        return _NO_ROWS, _NO_ROWS, np.arange(len(a))
+    at = np.minimum(np.searchsorted(a.flat, b.flat), len(a) - 1)
+    both = a.flat[at] == b.flat
+    ib = np.nonzero(both)[0]
+    ia = at[ib]
+    differs = (a.hashes[ia] != b.hashes[ib]).any(axis=1)
     only_a = np.ones(len(a), bool)
     only_a[ia] = False
-    return np.nonzero(only_b)[0], ib[differs], np.nonzero(only_a)[0]
+    return np.nonzero(~both)[0], ib[differs], np.nonzero(only_a)[0]
 
 
 def manifest_delta(
@@ -434,17 +445,45 @@ def manifest_delta(
     known = after if after is not None else before
     shape = known.shard_shape if known is not None else ()
     differing = index_delta(before, after, reader)
-    if len(differing) > 1:
-        reader.prefetch_shards([h for _, ha, hb in differing for h in (ha, hb) if h is not None])
+    wanted = [h for _, ha, hb in differing for h in (ha, hb) if h is not None]
+    if len(wanted) > 1:  # one query for all, instead of one per shard
+        reader.prefetch_shards(wanted)
     for pos, ha, hb in differing:
-        sa = reader.shard(ha) if ha is not None else Shard.empty()
-        sb = reader.shard(hb) if hb is not None else Shard.empty()
+        sa = reader.shard(ha) if ha is not None else _NO_SHARD
+        sb = reader.shard(hb) if hb is not None else _NO_SHARD
         added, changed, removed = _compare_shards(sa, sb)
         yield ShardDelta(pos, shape, sa, sb, added, changed, removed)
 
 
 def _as_set(arr: np.ndarray) -> frozenset[ChunkCoords]:
     return frozenset(tuple(row) for row in arr.tolist())
+
+
+class _CoordsOf:
+    """Rows of shards gathered by shard position, turned into chunk coordinates all at once
+    (per shard, the conversion would cost more than the comparison for a diff touching
+    hundreds of shards)."""
+
+    def __init__(self, shard_shape: tuple[int, ...]) -> None:
+        self.shape = shard_shape
+        self.pos: list[ChunkCoords] = []
+        self.flat: list[np.ndarray] = []
+
+    def add(self, pos: ChunkCoords, shard: Shard, rows: np.ndarray) -> None:
+        if len(rows):
+            self.pos.append(pos)
+            self.flat.append(shard.flat[rows])
+
+    def coords(self) -> frozenset[ChunkCoords]:
+        if not self.flat:
+            return frozenset()
+        if not self.shape:  # a 0-d array: one chunk, at ()
+            return frozenset({()})
+        counts = [len(f) for f in self.flat]
+        flat = np.concatenate(self.flat).astype(np.int64)
+        shape = np.asarray(self.shape, np.int64)
+        origins = np.repeat(np.asarray(self.pos, np.int64) * shape, counts, axis=0)
+        return _as_set(np.stack(np.unravel_index(flat, self.shape), axis=1) + origins)
 
 
 _Sets = tuple[
@@ -468,23 +507,17 @@ def _chunk_sets(
     ib = reader.index(hb) if hb is not None else None
     if ia is not None and ib is not None and ia.shard_shape != ib.shard_shape:
         return _full_compare(ia, ib, reader)
-    added: list[np.ndarray] = []
-    changed: list[np.ndarray] = []
-    removed: list[np.ndarray] = []
-    virtual: list[np.ndarray] = []
+    known = ib if ib is not None else ia
+    assert known is not None  # ha != hb, so one side at least has a manifest
+    added, changed, removed, virtual = (_CoordsOf(known.shard_shape) for _ in range(4))
     for d in manifest_delta(ia, ib, reader):
-        added.append(d.coords(d.after, d.added))
-        changed.append(d.coords(d.after, d.changed))
-        removed.append(d.coords(d.before, d.removed))
-        new = np.concatenate([d.added, d.changed]).astype(np.int64)
-        if len(new) and len(d.after.kinds):
-            virtual.append(d.coords(d.after, new[d.after.kinds[new] == VIRTUAL]))
-    return (
-        frozenset().union(*map(_as_set, added)),
-        frozenset().union(*map(_as_set, changed)),
-        frozenset().union(*map(_as_set, removed)),
-        frozenset().union(*map(_as_set, virtual)),
-    )
+        added.add(d.pos, d.after, d.added)
+        changed.add(d.pos, d.after, d.changed)
+        removed.add(d.pos, d.before, d.removed)
+        if d.after.sources:  # only shards with a sources table hold virtual entries
+            new = np.concatenate([d.added, d.changed]).astype(np.int64)
+            virtual.add(d.pos, d.after, new[d.after.kinds[new] == VIRTUAL])
+    return added.coords(), changed.coords(), removed.coords(), virtual.coords()
 
 
 def _full_compare(ia: ManifestIndex, ib: ManifestIndex, reader: SnapshotReader) -> _Sets:

@@ -64,7 +64,9 @@ of a source file or object outside the lake (a virtual reference)."""
 
 
 def content_hash(data: bytes | bytearray | memoryview) -> bytes:
-    """SHA-256 digest: the content address of chunks and catalog nodes."""
+    """SHA-256 digest: the content address of catalog nodes (roots, manifest shards, metadata
+    documents, change sets) in every repo. Chunk objects are named by the repo's own content
+    hash instead (:mod:`zarrlake.model.hashing`)."""
     return hashlib.sha256(data).digest()
 
 
@@ -122,7 +124,8 @@ def _kind(ref: ChunkRef) -> int:
     return PACKED if ref.pack is not None else OBJECT
 
 
-_PART_SIZE = {PACKED: _PACKED.size, VIRTUAL: _VIRTUAL.size}
+# the size of a located entry's part of the blob, by kind (inline bytes: their length)
+_LOCATION_SIZE = np.array([0, 0, _PACKED.size, _VIRTUAL.size], np.uint64)
 
 
 def shard_shape_for(grid_shape: tuple[int, ...] | None, ndim: int) -> tuple[int, ...]:
@@ -285,26 +288,22 @@ class Shard:
         )
         crcs = np.concatenate([self.crcs[keep], np.fromiter(map(_crc, new), np.int64, n_new)])
         # Rebuild the blob (and the sources table) from the surviving entries so they never
-        # hold garbage.
-        kept_offsets = self.offsets[keep]
-        kept_lengths = self.lengths[keep]
-        kept_kinds = self.kinds[keep]
-        parts: list[bytes] = []
-        pos = 0
+        # hold garbage: their parts, in order, then the new entries' parts.
+        kept_blob, kept_at = _gather_parts(
+            self.blob, self.kinds[keep], self.offsets[keep], self.lengths[keep]
+        )
+        pos = len(kept_blob)
         offsets = np.zeros(len(flat), np.uint64)
+        offsets[: len(kept_at)] = kept_at
         table: dict[VirtualSource, int] = {}
-        for i in np.nonzero(kept_kinds != OBJECT)[0]:
-            off = int(kept_offsets[i])
-            kind = int(kept_kinds[i])
-            n = int(kept_lengths[i]) if kind == INLINE else _PART_SIZE[kind]
-            part = self.blob[off : off + n]
-            if kind == VIRTUAL:
-                at, src = _VIRTUAL.unpack(part)
-                part = _VIRTUAL.pack(at, table.setdefault(self.sources[src], len(table)))
-            parts.append(part)
-            offsets[i] = pos
-            pos += n
-        base = len(kept_kinds)
+        for i in np.nonzero(self.kinds[keep] == VIRTUAL)[0].tolist():
+            # renumber the sources, in order of first use, so the table holds no garbage
+            at, src = _VIRTUAL.unpack_from(kept_blob, int(kept_at[i]))
+            _VIRTUAL.pack_into(
+                kept_blob, int(kept_at[i]), at, table.setdefault(self.sources[src], len(table))
+            )
+        parts: list[bytes] = [bytes(kept_blob)]
+        base = len(kept_at)
         for j, (_, r) in enumerate(new):
             if r.inline is not None:
                 part = r.inline
@@ -381,24 +380,62 @@ class Shard:
         if magic != _SHARD_V1:
             crcs = np.frombuffer(data, "<i8", n, o)
             o += 8 * n
-        inline = kinds == INLINE
-        packed = kinds == PACKED
-        virtual = kinds == VIRTUAL
+        kmax = int(kinds.max()) if n else OBJECT
         if (
-            np.any(kinds > (VIRTUAL if sources else PACKED))
-            or np.any(offsets[virtual] + _VIRTUAL.size > blob_len)
-            or (n > 1 and np.any(np.diff(flat) <= 0))
-            or np.any(flat < 0)
-            or np.any(offsets[inline] + lengths[inline] > blob_len)
-            or np.any(offsets[packed] + _PACKED.size > blob_len)
-            or (crcs is not None and np.any((crcs < _NO_CRC) | (crcs > 0xFFFFFFFF)))
+            n
+            and (
+                kmax > (VIRTUAL if sources else PACKED)
+                # strictly increasing from a first index >= 0: every index is >= 0
+                or int(flat[0]) < 0
+                or (n > 1 and not (flat[1:] > flat[:-1]).all())
+                or (
+                    crcs is not None and (int(crcs.min()) < _NO_CRC or int(crcs.max()) > 0xFFFFFFFF)
+                )
+            )
         ):
             raise CatalogError("manifest shard is corrupt: inconsistent entries")
         blob = bytes(data[o : o + blob_len])
-        for i in np.nonzero(virtual)[0].tolist():
-            if _VIRTUAL.unpack_from(blob, int(offsets[i]))[1] >= len(sources):
-                raise CatalogError("manifest shard is corrupt: a virtual entry has no source")
+        if kmax > OBJECT:  # only shards with located entries need their locations checked
+            _check_locations(kinds, offsets, lengths, blob, sources)
         return cls(flat, hashes, lengths, kinds, offsets, blob, crcs, sources)
+
+
+def _check_locations(
+    kinds: np.ndarray,
+    offsets: np.ndarray,
+    lengths: np.ndarray,
+    blob: bytes,
+    sources: tuple[VirtualSource, ...],
+) -> None:
+    """Refuse a shard whose inline, packed or virtual entries point outside its blob, or
+    whose virtual entries name no source (``kinds`` already checked to be known ones)."""
+    inline = kinds == INLINE
+    ends = offsets + np.where(inline, lengths, _LOCATION_SIZE[kinds])
+    if ((ends > len(blob)) & (kinds != OBJECT)).any():
+        raise CatalogError("manifest shard is corrupt: inconsistent entries")
+    if not sources:
+        return  # a shard without a sources table has no virtual entries (kinds checked)
+    for i in np.nonzero(kinds == VIRTUAL)[0].tolist():
+        if _VIRTUAL.unpack_from(blob, int(offsets[i]))[1] >= len(sources):
+            raise CatalogError("manifest shard is corrupt: a virtual entry has no source")
+
+
+def _gather_parts(
+    blob: bytes, kinds: np.ndarray, offsets: np.ndarray, lengths: np.ndarray
+) -> tuple[bytearray, np.ndarray]:
+    """The blob parts of entries (inline bytes, pack or source locations), concatenated in
+    entry order, and each entry's offset in that (0 for an object of its own, which has no
+    part). One gather, however many entries: a commit rewrites every shard it touches."""
+    sizes = np.where(kinds == INLINE, lengths, _LOCATION_SIZE[kinds]).astype(np.int64)
+    ends = np.cumsum(sizes)
+    starts = ends - sizes
+    at = np.where(kinds == OBJECT, 0, starts).astype(np.uint64)
+    total = int(ends[-1]) if len(ends) else 0
+    if not total:
+        return bytearray(), at
+    source = offsets.astype(np.int64) - starts
+    index = np.repeat(source, sizes) + np.arange(total, dtype=np.int64)
+    return bytearray(np.frombuffer(blob, np.uint8)[index].tobytes()), at
 
 
 def _decode_sources(data: bytes, at: int) -> tuple[VirtualSource, ...]:

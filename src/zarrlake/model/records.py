@@ -13,9 +13,26 @@ from zarrlake.model.lifecycle import session_status
 from zarrlake.model.manifest import ChunkRef
 from zarrlake.types import ChunkCoords, CommitInfo, SessionInfo, from_epoch
 
-__all__ = ["CommitRecord", "RefUpdate", "SessionRecord", "StagedEntry", "StagedKind"]
+__all__ = [
+    "CommitRecord",
+    "RefUpdate",
+    "RepoRecord",
+    "SessionRecord",
+    "StagedEntry",
+    "StagedKind",
+]
 
 StagedKind = Literal["meta", "drop", "chunk", "raw"]
+
+
+@dataclass(frozen=True, slots=True)
+class RepoRecord:
+    """A repo as the catalog records it: its id, where its objects are (as recorded), and the
+    name of the content hash naming them (:mod:`zarrlake.model.hashing`)."""
+
+    id: int
+    storage: str
+    content_hash: str
 
 
 @dataclass(frozen=True, slots=True)

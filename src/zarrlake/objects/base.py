@@ -1,6 +1,7 @@
-"""What every object store is: content-addressed chunk objects, named by the SHA-256 of their
-bytes (``chunks/ab/abcdef...``), written create-if-absent, read verified (by the chunk's CRC32C
-when its ref carries one, else by its hash); and packs of small chunks
+"""What every object store is: content-addressed chunk objects, named by the repo's content hash
+of their bytes (``chunks/ab/abcdef...``, :mod:`zarrlake.model.hashing`), written
+create-if-absent, read verified (by the chunk's CRC32C when its ref carries one, else by its
+hash); and packs of small chunks
 (:mod:`zarrlake.objects.packs`), objects of the same namespace named by random ids."""
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from dataclasses import dataclass
 import zarrlake.process as process
 from zarrlake.errors import ChunkCorruptionError, StorageError
 from zarrlake.faults import crash_point
-from zarrlake.model import ChunkRef, checksum, content_hash
+from zarrlake.model import ChunkRef, checksum
+from zarrlake.model.hashing import ChunkHasher
 from zarrlake.objects.packs import OpenPack, PackWriter
 from zarrlake.objects.ranges import RangeCoalescer
 
@@ -42,8 +44,10 @@ class ObjectStore(ABC):
 
     url: str  # the store's address as messages show it (never a credential)
     verify: bool
+    hasher: ChunkHasher  # the repo's content hash, which names the objects
 
-    def __init__(self) -> None:
+    def __init__(self, hasher: ChunkHasher) -> None:
+        self.hasher = hasher
         self._packs = PackWriter()
         self._ranges = RangeCoalescer(self.read_range_async)
 
@@ -157,7 +161,9 @@ class ObjectStore(ABC):
         return False
 
     def _intact(self, ref: ChunkRef, data: bytes) -> bool:
-        return len(data) == ref.length and (not self.verify or _matches(data, ref.hash, ref.crc))
+        return len(data) == ref.length and (
+            not self.verify or self._matches(data, ref.hash, ref.crc)
+        )
 
     def _packed(self, ref: ChunkRef, data: bytes) -> bytes:
         assert ref.pack is not None
@@ -268,6 +274,11 @@ class ObjectStore(ABC):
         except Exception as exc:  # botocore, aiohttp and OS errors: all mean "unusable"
             raise StorageError(f"object storage {self.url} is not usable: {exc}") from exc
 
+    def initialize(self) -> None:  # noqa: B027 - optional hook
+        """Prepare the storage of a new repo (after :meth:`probe`): what every write would
+        otherwise have to check or make first. Nothing to do where a write makes its own
+        path (object stores have no directories)."""
+
     def remove_stale_temporaries(self, older_than: float) -> int:
         """Remove partial writes left by killed writers, last touched before ``older_than``
         (epoch seconds); returns how many. Stores that write in one request have none."""
@@ -276,7 +287,7 @@ class ObjectStore(ABC):
     def check(self, h: bytes, data: bytes, crc: int | None = None) -> bytes:
         """``data``, unless ``verify`` is on and it matches neither ``crc`` (when given) nor,
         without one, the hash ``h``."""
-        if self.verify and not _matches(data, h, crc):
+        if self.verify and not self._matches(data, h, crc):
             what = "checksum" if crc is not None else "hash"
             raise ChunkCorruptionError(
                 f"object {h.hex()} in {self.url} does not match its {what} (read {len(data)} "
@@ -285,13 +296,12 @@ class ObjectStore(ABC):
             )
         return data
 
-
-def _matches(data: bytes, h: bytes, crc: int | None) -> bool:
-    """Whether chunk bytes are intact: their CRC32C is ``crc`` (a chunk written with one;
-    ``fsck(verify=True)`` checks the full hash), else their SHA-256 is ``h``."""
-    if crc is not None:
-        return checksum(data) == crc
-    return content_hash(data) == h
+    def _matches(self, data: bytes, h: bytes, crc: int | None) -> bool:
+        """Whether chunk bytes are intact: their CRC32C is ``crc`` (a chunk written with one;
+        ``fsck(verify=True)`` checks the full hash), else their content hash is ``h``."""
+        if crc is not None:
+            return checksum(data) == crc
+        return self.hasher.matches(data, h)
 
 
 class _BytesLRU:

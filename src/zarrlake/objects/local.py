@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from zarrlake.errors import InvalidInputError, ObjectMissingError, StorageError
+from zarrlake.model.hashing import SHA256_HASHER, ChunkHasher
 from zarrlake.objects.base import ObjectInfo, ObjectStore, object_key
 from zarrlake.objects.flusher import Flusher
 from zarrlake.objects.openfiles import OpenFiles
@@ -27,12 +28,13 @@ __all__ = ["LocalObjectStore", "make_directory"]
 class LocalObjectStore(ObjectStore):
     """Objects as files under a local directory."""
 
-    def __init__(self, root: str | Path, *, verify: bool = True) -> None:
-        super().__init__()
+    def __init__(
+        self, root: str | Path, *, verify: bool = True, hasher: ChunkHasher = SHA256_HASHER
+    ) -> None:
+        super().__init__(hasher)
         self.root = Path(root).absolute()
         self.url = str(self.root)
         self.verify = verify
-        self._dirs: set[str] = set()
         self._flusher = Flusher(self.url)
         self._fds = OpenFiles()
         try:
@@ -60,14 +62,19 @@ class LocalObjectStore(ObjectStore):
             # yet: it becomes durable with our next flush like the objects we write
             self._flusher.note()
             return False
-        d = os.path.dirname(path)
-        if d not in self._dirs:
-            os.makedirs(d, exist_ok=True)
-            self._dirs.add(d)
         tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
         try:
-            with open(tmp, "wb") as f:
-                f.write(data)
+            fd = os.open(tmp, _CREATE, 0o666)
+        except FileNotFoundError:
+            # the fan-out directories are made with the repo (:meth:`initialize`); one that
+            # is missing (a repo made before that, or a directory removed) is made now
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd = os.open(tmp, _CREATE, 0o666)
+        try:
+            try:
+                _write_all(fd, data)
+            finally:
+                os.close(fd)
             # The name appears only once the bytes are complete. Two writers of one content
             # address write identical bytes, so replacing a concurrent copy is harmless.
             os.replace(tmp, path)
@@ -77,6 +84,17 @@ class LocalObjectStore(ObjectStore):
             raise
         self._flusher.note()
         return True
+
+    def initialize(self) -> None:
+        """Make the 256 fan-out directories (``chunks/00`` to ``chunks/ff``) in one go, so
+        that no write into the new repo has to: making them on first use cost the first
+        write of 256 MiB in 1 MiB chunks a directory creation per object written."""
+        base = self.root / "chunks"
+        try:
+            for i in range(256):
+                (base / f"{i:02x}").mkdir(exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot use {self.root} for chunk objects: {exc}") from exc
 
     def read_range(self, h: bytes, start: int | None = None, end: int | None = None) -> bytes:
         if start is not None and end is not None:
@@ -165,6 +183,17 @@ class LocalObjectStore(ObjectStore):
         # The flusher has been flushing while the objects were written: this waits only for
         # the flush that covers the last of them.
         self._flusher.wait()
+
+
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+
+
+def _write_all(fd: int, data: bytes | memoryview) -> None:
+    """All of ``data`` to ``fd`` without a buffered file object (open, write, close: a
+    buffered ``open()`` adds a stat, a terminal check and a seek to every object)."""
+    view = memoryview(data).cast("B")
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _read_file(path: str) -> bytes:

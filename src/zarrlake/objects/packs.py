@@ -11,10 +11,10 @@ A pack is named by 32 random bytes when it is opened, so a chunk's location is k
 it is appended and its staged row is complete; until the pack is written, reads of it are
 served from memory. Its object is laid out as::
 
-    chunk bytes ... | index: n x (sha256, offset u64, length u64) | n u32 | b"ZLP1"
+    chunk bytes ... | index: n x (hash, offset u64, length u64) | n u32 | b"ZLP1"
 
 so that ``fsck`` verifies a pack without the manifests: every indexed chunk must match its
-hash.
+content hash (the repo's, :mod:`zarrlake.model.hashing`).
 """
 
 from __future__ import annotations

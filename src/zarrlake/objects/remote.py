@@ -25,6 +25,7 @@ from typing import Any
 
 import zarrlake.process as process
 from zarrlake.errors import ObjectMissingError, StorageError, ZarrlakeError
+from zarrlake.model.hashing import SHA256_HASHER, ChunkHasher
 from zarrlake.objects.base import ObjectInfo, ObjectStore, object_key, verified_cache
 from zarrlake.objects.retries import Deadline, retrying, retrying_async, s3_deadline
 from zarrlake.types import redact_urls, safe_url
@@ -92,11 +93,16 @@ class FsspecObjectStore(ObjectStore):
     CONCURRENCY = 64  # requests in flight per store through the async path
 
     def __init__(
-        self, url: str, storage_options: dict[str, Any] | None = None, *, verify: bool = True
+        self,
+        url: str,
+        storage_options: dict[str, Any] | None = None,
+        *,
+        verify: bool = True,
+        hasher: ChunkHasher = SHA256_HASHER,
     ) -> None:
         import fsspec
 
-        super().__init__()
+        super().__init__(hasher)
         raw = url.rstrip("/")
         self.url = safe_url(raw)  # what messages show: a credential in the URL masked
         self.verify = verify

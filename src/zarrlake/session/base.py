@@ -3,7 +3,6 @@ that a Zarr store reads through."""
 
 from __future__ import annotations
 
-import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -98,6 +97,7 @@ class Session(ABC):
             row, data = self._core.catalog.commits.get_with_root(commit)
             if data is not None and not reader.has_root(row.root_hash):
                 reader.prime_root_bytes(row.root_hash, data)
+        self._base_row: CommitRecord = row
         self._base_root: Root = reader.root(row.root_hash)
 
     # -- hooks of writable sessions (a read-only session has no staged changes) ---------------
@@ -184,7 +184,9 @@ class Session(ABC):
     def read_ref(self, ref: ChunkRef, start: int | None = None, end: int | None = None) -> bytes:
         """The bytes of a chunk ref (``[start, end)`` of them if given)."""
         if ref.inline is not None:
-            if self._core.config.verify_reads and hashlib.sha256(ref.inline).digest() != ref.hash:
+            if self._core.config.verify_reads and not self._core.hasher.matches(
+                ref.inline, ref.hash
+            ):
                 raise ChunkCorruptionError(
                     f"inline chunk {ref.hash.hex()} does not match its hash; the catalog row is "
                     "corrupt. Run repo.fsck(verify=True)"

@@ -21,6 +21,7 @@ from zarrlake.errors import (
     ConflictKind,
     EmptyCommitError,
     InvalidInputError,
+    NotFoundError,
     SessionClosedError,
 )
 from zarrlake.model import (
@@ -54,6 +55,7 @@ class Staged:
     base_root: Root
     state: StagedState
     read_set: ReadSetLoader  # (nodes, raw keys) a serializable session read; else (None, None)
+    base_row: CommitRecord | None = None  # the base commit's record, when the session has it
 
 
 def check_idempotency_key(key: object) -> str | None:
@@ -145,12 +147,20 @@ def commit_staged(
     """Commit ``s`` on its branch, rebasing over non-conflicting commits until ``timeout``."""
     deadline = time.monotonic() + timeout
     attempt = 0
+    # The first attempt assumes the branch is still at the session's base (the common case)
+    # and reads no head: the compare-and-swap of the commit transaction checks it anyway. If
+    # the branch moved (or is gone), the head is read and the usual way taken, at once.
+    hopeful = s.base_row is not None and s.base_row.id == s.base_commit
     while True:
-        head_row = _head_row(core, s)
+        if hopeful:
+            assert s.base_row is not None
+            head_row, head_root = s.base_row, s.base_root
+        else:
+            head_row = _head_row(core, s)
+            head_root = core.reader.root(head_row.root_hash)
         head = head_row.id
         staged = s.state
         extra: dict[bytes, tuple[str, bytes]] = {}
-        head_root = core.reader.root(head_row.root_hash)
         if head != s.base_commit:
             conflicts = conflicts_with(core, s, head)
             if _refuse(solver, conflicts):
@@ -188,14 +198,25 @@ def commit_staged(
                 idempotency_key=idempotency_key,
             )
         except EmptyCommitError:
+            if hopeful:  # empty against the base: what counts is the head
+                hopeful = False
+                continue
             # a retry of a commit that landed meanwhile changes nothing: its key decides
             if idempotency_key is not None:
                 found = recorded_commit(core, s, idempotency_key)
                 if found is not None:
                     return BuiltCommit(found, None)
             raise
+        except NotFoundError:
+            if not hopeful:
+                raise
+            hopeful = False  # the branch is gone: reading its head says so
+            continue
         if built is not None:
             return built
+        if hopeful:  # the branch moved since the base: no wait, nothing lost
+            hopeful = False
+            continue
         attempt += 1
         if idempotency_key is not None:
             found = recorded_commit(core, s, idempotency_key)

@@ -4,13 +4,13 @@ catalog, with nothing untyped on the way), and how a write becomes one."""
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from zarrlake.catalog.interface import Read
 from zarrlake.errors import InvalidInputError, InvalidKeyError
 from zarrlake.model import ChunkRef, NodeMeta, checksum, content_hash, parse_node_meta
+from zarrlake.model.hashing import ChunkHasher
 from zarrlake.model.manifest import INLINE_LIMIT
 from zarrlake.model.records import StagedEntry
 from zarrlake.objects import PACK_CHUNK_LIMIT
@@ -99,11 +99,17 @@ def _check_chunk(t: Target, size: int, nm: NodeMeta | None) -> None:
 
 
 def plan_write(
-    t: Target, data: bytes | memoryview, nm: NodeMeta | None, *, strict: bool
+    t: Target,
+    data: bytes | memoryview,
+    nm: NodeMeta | None,
+    hasher: ChunkHasher,
+    *,
+    strict: bool,
 ) -> tuple[Op, bytes | None]:
-    """Check and hash a write of ``data`` to ``t`` (``nm``: the metadata of a chunk's array):
-    what to stage, and the hash of the object to store first (``None`` when the bytes live
-    in the catalog). The caller packs a small chunk; its row then names its place there."""
+    """Check and hash a write of ``data`` to ``t`` (``nm``: the metadata of a chunk's array;
+    ``hasher``: the repo's content hash): what to stage, and the hash of the object to store
+    first (``None`` when the bytes live in the catalog). The caller packs a small chunk; its
+    row then names its place there."""
     if t.kind == "meta":
         doc = bytes(data)
         parse_node_meta(doc, strict=strict)
@@ -112,7 +118,7 @@ def plan_write(
         ), None
     if t.kind == "chunk":
         _check_chunk(t, len(data), nm)
-    h = hashlib.sha256(data).digest()
+    h = hasher(data)
     if len(data) <= INLINE_LIMIT:
         return PutRow(entry(t, ChunkRef(h, len(data), bytes(data)))), None
     return PutRow(entry(t, ChunkRef(h, len(data), crc=checksum(data)))), h

@@ -288,7 +288,7 @@ class WritableSession(Session):
         self.check_writable()
         t = self._target(key)
         nm = self._node_meta(t.path) if t.kind == "chunk" else None
-        return plan_write(t, data, nm, strict=self._core.strict_metadata)
+        return plan_write(t, data, nm, self._core.hasher, strict=self._core.strict_metadata)
 
     def _prepare_write(self, key: str, data: bytes | memoryview) -> Op:
         """Hash ``data`` and store its object; return what to stage (runs in a worker thread)."""
@@ -581,6 +581,7 @@ class WritableSession(Session):
             self._base_root,
             self._staged_state(),
             self._read_set,
+            self._base_row,
         )
 
     def _mark_committed(self, commit: str, root: Root | None = None) -> None:

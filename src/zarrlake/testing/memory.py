@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from zarrlake.errors import (
 )
 from zarrlake.model import Root, content_hash
 from zarrlake.model.graph import reach
+from zarrlake.model.hashing import DEFAULT_CONTENT_HASH, chunk_hasher
 from zarrlake.model.records import (
     CommitRecord,
     RefUpdate,
@@ -156,6 +157,9 @@ class _Commits:
         found = self.db.nodes.get(c.root_hash)
         return c, None if found is None else found[1]
 
+    def with_roots(self, ids: Sequence[str]) -> dict[str, tuple[CommitRecord, bytes | None]]:
+        return {c: self.get_with_root(c) for c in ids if c in self.db.commits}
+
     def by_id(self, ids: Sequence[str]) -> dict[str, CommitRecord]:
         return {c: self.db.commits[c] for c in ids if c in self.db.commits}
 
@@ -167,6 +171,9 @@ class _Commits:
         if prefix:
             out += [("commit", c) for c in sorted(self.db.commits) if c.startswith(name)][:2]
         return out
+
+    def lookup_many(self, names: Mapping[str, bool]) -> dict[str, list[tuple[str, str]]]:
+        return {name: self.lookup(name, prefix=prefix) for name, prefix in names.items()}
 
     def ancestry(self, head: str, limit: int | None = None) -> list[CommitRecord]:
         out: list[CommitRecord] = []
@@ -550,6 +557,7 @@ def memory_repo(chunks: Path, name: str = "memory") -> Repo:
     ``chunks``): the engine's session and history logic, with no database under it."""
     config = RepoConfig(f"memory://{uuid.uuid4().hex}", name)
     catalog = MemoryCatalog()
-    objects = open_object_store(str(chunks), {}, verify=True)
-    core = RepoCore(config, catalog, str(chunks), objects, CatalogReader(catalog.nodes))
+    hasher = chunk_hasher(DEFAULT_CONTENT_HASH)
+    objects = open_object_store(str(chunks), {}, verify=True, hasher=hasher)
+    core = RepoCore(config, catalog, str(chunks), objects, CatalogReader(catalog.nodes), hasher)
     return Repo(core)

@@ -19,7 +19,6 @@ skips the snapshots already imported and brings only what is new.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import os
 import threading
@@ -277,7 +276,7 @@ class _Builder:
 
     def _copy(self, data: bytes) -> ChunkRef:
         self.copied += 1
-        h = hashlib.sha256(data).digest()
+        h = self.core.hasher(data)
         if len(data) <= INLINE_LIMIT:
             return ChunkRef(h, len(data), data)
         self.core.objects.write(h, data)  # named by its content: the same bytes stored once

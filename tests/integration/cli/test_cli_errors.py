@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import zarr
 
+import zarrlake
 from tests.integration.cli.conftest import Lake, run
 
 
@@ -59,3 +63,41 @@ def test_expire_before_the_year_1_is_bad_input(lake: Lake) -> None:
     assert p.returncode == 2, p.stderr
     assert "is outside the calendar" in p.stderr
     assert len(lake.json("log")["commits"]) == 1
+
+
+def test_init_records_the_content_hash_asked_for_and_refuses_an_unknown_one(
+    tmp_path: Path,
+) -> None:
+    p = run("init", str(tmp_path / "old-style"), "--content-hash", "sha256")
+    assert p.returncode == 0, p.stderr
+    assert zarrlake.Repo.open(tmp_path / "old-style").content_hash == "sha256"
+    p = run("init", str(tmp_path / "bad"), "--content-hash", "md5")
+    assert p.returncode == 2
+    assert "unknown content hash 'md5'; choose one of blake3, sha256" in p.stderr
+    assert not (tmp_path / "bad").exists()
+
+
+def test_a_reader_that_stops_reading_ends_the_command_quietly(tmp_path: Path) -> None:
+    """``zarrlake log --json | head -1``: more output than a pipe holds, the reader gone after
+    one line; the command exits 0 and says nothing on stderr."""
+    repo = zarrlake.Repo.create(tmp_path / "lake")
+    s = repo.writable_session()
+    zarr.create_array(s.store, name="a", shape=(400,), chunks=(1,), dtype="i2")
+    s.commit("create")
+    for i in range(300):
+        s = repo.writable_session()
+        zarr.open_array(s.store, path="a")[i] = i + 1
+        s.commit(f"commit {i} " + "with a long message " * 10)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "zarrlake.cli", "log", "--json", "-C", str(tmp_path / "lake")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    first = proc.stdout.read(1000)
+    proc.stdout.close()  # the reader goes away with most of the output unread
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 0, err
+    assert first.startswith(b"{")
+    assert err == b""

@@ -80,3 +80,50 @@ def test_import_an_icechunk_repository_with_its_history(tmp_path: Path) -> None:
     )
     repo = zarrlake.Repo.open(tmp_path / "lake")
     assert repo.log("ic/v1")[0].message == "first"
+
+
+def test_import_an_icechunk_repository_on_s3(tmp_path: Path, s3_endpoint: str) -> None:
+    icechunk = pytest.importorskip("icechunk")
+    prefix = f"ice-cli-{tmp_path.name}"
+    storage = icechunk.s3_storage(
+        bucket="lake", prefix=prefix, endpoint_url=s3_endpoint, allow_http=True,
+        region="us-east-1", access_key_id="testing", secret_access_key="testing",
+    )  # fmt: skip
+    s = icechunk.Repository.create(storage).writable_session("main")
+    zarr.create_array(s.store, name="x", shape=(6,), chunks=(2,), dtype="i4")[:] = 7
+    snapshot = s.commit("on s3")
+    assert run("init", str(tmp_path / "lake")).returncode == 0
+    p = run("import", f"s3://lake/{prefix}", "--icechunk", "--lake", str(tmp_path / "lake"),
+            "--source-option", f"endpoint_url={s3_endpoint}", "--source-option", "key=testing",
+            "--source-option", "secret=testing", "--source-option", "region=us-east-1",
+            "--json")  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert (list(doc["commits"]), list(doc["branches"]), doc["copied"]) == ([snapshot], ["main"], 3)
+    assert "testing" not in p.stdout + p.stderr
+    repo = zarrlake.Repo.open(tmp_path / "lake")
+    np.testing.assert_array_equal(
+        zarr.open_array(repo.readonly_session().store, path="x", mode="r")[:], [7] * 6
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "option", "words"),
+    [
+        ("s3://lake/ice", "bucket_region=eu", "unknown source option(s) for an Icechunk"),
+        ("gs://lake/ice", "", "from a directory or s3://bucket/prefix, not gs://"),
+        ("s3://lake/ice", "key=only-a-key", "give both key and secret"),
+    ],
+)
+def test_an_icechunk_source_it_cannot_read_exits_2_and_changes_nothing(
+    tmp_path: Path, source: str, option: str, words: str
+) -> None:
+    pytest.importorskip("icechunk")
+    assert run("init", str(tmp_path / "lake")).returncode == 0
+    before = zarrlake.Repo.open(tmp_path / "lake").log()
+    extra = ["--source-option", option] if option else []
+    p = run("import", source, "--icechunk", "--lake", str(tmp_path / "lake"), *extra)
+    assert p.returncode == 2, p.stderr
+    assert words in p.stderr
+    assert "only-a-key" not in p.stderr
+    assert zarrlake.Repo.open(tmp_path / "lake").log() == before

@@ -21,6 +21,7 @@ from zarrlake.catalog.migrations import (
     v6_virtual_sources,
     v7_rules,
     v8_webhooks,
+    v9_content_hash,
 )
 
 __all__ = ["MIGRATIONS", "run"]
@@ -33,6 +34,7 @@ _MODULES: tuple[ModuleType, ...] = (
     v6_virtual_sources,
     v7_rules,
     v8_webhooks,
+    v9_content_hash,
 )
 
 # version -> (what it adds, the function upgrading a catalog from version - 1 to it)

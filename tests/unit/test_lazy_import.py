@@ -1,0 +1,42 @@
+"""``import zarrlake`` loads zarr and zarrlake's own modules only: the catalog's SQLAlchemy and
+its dialects, pandas, xarray and the dashboard are loaded when first used. Each case runs in a
+fresh interpreter, where nothing else has imported them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+HEAVY = ["sqlalchemy", "psycopg", "pandas", "xarray", "dask", "panel", "bokeh", "s3fs"]
+
+
+def _run(code: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_import_zarrlake_leaves_the_catalog_and_the_front_ends_unloaded() -> None:
+    out = _run(f"import sys, zarrlake\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))\n")
+    assert out.strip() == "[]"
+
+
+def test_every_public_name_resolves_and_the_first_repo_loads_the_catalog(tmp_path: Path) -> None:
+    out = _run(
+        "import sys, zarrlake\n"
+        "print('sqlalchemy' in sys.modules)\n"
+        f"repo = zarrlake.Repo.create({str(tmp_path / 'lake')!r})\n"
+        "print('sqlalchemy' in sys.modules, len(repo.log('main')))\n"
+        "print([n for n in zarrlake.__all__ if getattr(zarrlake, n, None) is None])\n"
+    )
+    assert out.splitlines() == ["False", "True 1", "[]"]
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    out = _run(
+        "import zarrlake\ntry:\n    zarrlake.Rep\nexcept AttributeError as e:\n    print(e)\n"
+    )
+    assert out.strip() == "module 'zarrlake' has no attribute 'Rep'"
