@@ -13,9 +13,9 @@ Run by hand (not part of the test suite; needs the ``bench`` group for Icechunk)
    each system;
 3. cold open: a fresh process opens the repository and the virtual dataset (lazily), timed
    inside that process;
-4. ``import_zarr`` by reference of a Zarr v3 store of ``--store-chunks`` chunks, and of one a
-   quarter of that size: time, and the peak of Python's allocations (``tracemalloc``), which
-   should not grow with the store.
+4. ``import_zarr`` by reference of a Zarr v3 store of ``--store-chunks`` chunks, and of one
+   a tenth of that size (and ten times, with ``--large-store``), each in a fresh process:
+   time, the process's peak RSS, and how much the import added to it.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -138,21 +137,41 @@ def zarr_store(path: Path, chunks: int) -> None:
     arr[:] = np.arange(chunks * 4, dtype="f4").reshape(chunks, 4)
 
 
-def import_run(scratch: Path, chunks: int) -> tuple[float, float]:
-    """Seconds of an import by reference (untraced), and the peak of Python's allocations
-    during a second import of the same store into another lake (traced)."""
+IMPORT = """
+import sys, time
+import zarrlake
+
+def peak():  # KiB; VmHWM, not ru_maxrss, which keeps the forking parent's peak
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM"))
+
+repo = zarrlake.Repo.open(sys.argv[1])
+before = peak()
+t = time.perf_counter()
+zarrlake.import_zarr(repo, sys.argv[2], progress=False)
+seconds = time.perf_counter() - t
+print(seconds, before, peak())
+"""
+
+
+def import_run(scratch: Path, chunks: int) -> tuple[float, float, float]:
+    """Seconds of an import by reference in a fresh process, that process's peak RSS
+    (MiB), and how much of it the import added to what opening the lake had reached."""
     store = scratch / f"store-{chunks}.zarr"
     zarr_store(store, chunks)
-    lakes = [
-        zarrlake.Repo.create(scratch / f"import-{chunks}-{i}", virtual_sources={str(store): {}})
-        for i in range(2)
-    ]
-    seconds, _ = timed(lambda: zarrlake.import_zarr(lakes[0], str(store), progress=False))
-    tracemalloc.start()
-    zarrlake.import_zarr(lakes[1], str(store), progress=False)
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    return seconds, peak / 2**20
+    lake = scratch / f"import-{chunks}"
+    zarrlake.Repo.create(lake, virtual_sources={str(store): {}})
+    p = subprocess.run([sys.executable, "-c", IMPORT, str(lake), str(store)],
+                       capture_output=True, text=True, check=True)  # fmt: skip
+    seconds, before, peak = (float(x) for x in p.stdout.split())
+    return seconds, peak / 1024, (peak - before) / 1024
+
+
+def imports(scratch: Path, sizes: list[int]) -> None:
+    for n in sizes:
+        seconds, peak, added = import_run(scratch, n)
+        print(f"import_zarr by ref  {n:7d} chunks {seconds:8.3f} s   "
+              f"peak RSS {peak:7.1f} MiB (+{added:.1f} MiB for the import)")  # fmt: skip
 
 
 def main() -> None:
@@ -161,9 +180,18 @@ def main() -> None:
     ap.add_argument("--chunks", type=int, default=100, help="time steps (chunks) per file")
     ap.add_argument("--store-chunks", type=int, default=100_000)
     ap.add_argument("--keep", type=Path, default=None, help="keep the data in this directory")
+    ap.add_argument("--large-store", action="store_true", help="also import 10x --store-chunks")
+    ap.add_argument("--imports-only", action="store_true", help="only the import_zarr part")
+    ap.add_argument("--no-reads", action="store_true", help="leave out the reads (2. and 3.)")
     args = ap.parse_args()
     scratch = args.keep or Path(tempfile.mkdtemp(prefix="zarrlake-bench-virtual-"))
     try:
+        sizes = [args.store_chunks // 10, args.store_chunks] + (
+            [args.store_chunks * 10] if args.large_store else []
+        )
+        if args.imports_only:
+            imports(scratch, sizes)
+            return
         folder = scratch / "archive"
         print(f"{args.files} files x {args.chunks} chunks = {args.files * args.chunks} refs")
         paths = make_files(folder, args.files, args.chunks)
@@ -184,6 +212,12 @@ def main() -> None:
         t_ic, _ = timed(ic_commit)
         print(f"commit references   zarrlake {t_lake:8.3f} s   icechunk {t_ic:8.3f} s   "
               f"ratio {t_lake / t_ic:5.2f}x")  # fmt: skip
+
+        if args.no_reads:  # one chunk checked instead of the reads
+            ds = zarrlake.open_dataset(lake, "main", group="obs")
+            assert float(ds.temp[7, 3, 5]) == 7.0
+            imports(scratch, sizes)
+            return
 
         def lake_read() -> np.ndarray:
             ds = zarrlake.open_dataset(lake, "main", group="obs")
@@ -206,10 +240,7 @@ def main() -> None:
         print(f"cold open           zarrlake {c_lake:8.3f} s   icechunk {c_ic:8.3f} s   "
               f"ratio {c_lake / c_ic:5.2f}x")  # fmt: skip
 
-        for n in (args.store_chunks // 4, args.store_chunks):  # memory: flat, not 4x
-            seconds, peak = import_run(scratch, n)
-            print(f"import_zarr by ref  {n:7d} chunks {seconds:8.3f} s   "
-                  f"peak Python allocations {peak:7.1f} MiB")  # fmt: skip
+        imports(scratch, sizes)
     finally:
         if args.keep is None:
             shutil.rmtree(scratch, ignore_errors=True)

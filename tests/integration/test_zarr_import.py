@@ -16,6 +16,7 @@ import zarr
 
 import zarrlake
 from zarrlake.testing import LakeProbe
+from zarrlake.virtual import zarr_import
 
 
 def _store(path: Path) -> np.ndarray:
@@ -79,6 +80,36 @@ def test_stores_that_cannot_be_imported_change_nothing(make_repo, tmp_path: Path
     with pytest.raises(zarrlake.InvalidMetadataError, match="made-up-codec"):
         zarrlake.import_zarr(repo, str(odd))
     assert (repo.log(), repo.sessions()) == before
+
+
+def test_an_import_holds_one_batch_of_references_in_memory(
+    make_repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "store.zarr"
+    arr = zarr.create_array(str(store), shape=(60,), chunks=(1,), dtype="i4", fill_value=-1)
+    arr[:] = np.arange(60)
+    monkeypatch.setattr(zarr_import, "BATCH", 4)
+    repo = make_repo(virtual_sources={str(store): {}})
+    held: list[int] = []
+    open_session = repo.writable_session
+
+    def writable_session(*args: object, **kwargs: object) -> zarrlake.WritableSession:
+        session = open_session(*args, **kwargs)  # type: ignore[arg-type]
+        put = session.put_virtual_refs
+
+        def put_virtual_refs(*a: object, **k: object) -> int:
+            n = put(*a, **k)  # type: ignore[arg-type]
+            held.append(session.rows_in_memory)
+            return n
+
+        monkeypatch.setattr(session, "put_virtual_refs", put_virtual_refs)
+        return session
+
+    monkeypatch.setattr(repo, "writable_session", writable_session)
+    zarrlake.import_zarr(repo, str(store), progress=False)
+    assert len(held) == 15  # 60 chunks staged 4 at a time
+    assert max(held) <= 4 + 1  # one batch, and the array's zarr.json
+    np.testing.assert_array_equal(zarr.open_array(repo.readonly_session().store)[:], np.arange(60))
 
 
 @pytest.mark.slow

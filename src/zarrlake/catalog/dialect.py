@@ -13,6 +13,7 @@ from zarrlake.types import parse_catalog_url, safe_url
 
 __all__ = [
     "configure_engine",
+    "execute_many",
     "gc_fence",
     "gc_fence_column",
     "insert_ignore",
@@ -152,6 +153,19 @@ def upsert(table: sa.Table, dialect: str, update_cols: list[str]) -> Any:
     return ins.on_conflict_do_update(
         index_elements=pk, set_={c: getattr(ins.excluded, c) for c in update_cols}
     )
+
+
+def execute_many(conn: sa.Connection, stmt: Any, rows: list[dict[str, Any]]) -> None:
+    """Execute ``stmt`` once per row of ``rows`` (plain values: no type needs converting).
+    On SQLite through the driver's own ``executemany`` (the statement compiled once per
+    call): there SQLAlchemy's parameter handling, row by row, costs more than SQLite's
+    inserts. On PostgreSQL through SQLAlchemy, which sends many rows per statement."""
+    if conn.dialect.name != "sqlite" or not rows:
+        conn.execute(stmt, rows)
+        return
+    compiled = stmt.compile(dialect=conn.dialect)
+    names = compiled.positiontup or ()
+    conn.exec_driver_sql(str(compiled), [tuple(r[n] for n in names) for r in rows])
 
 
 def insert_ignore(table: sa.Table, dialect: str) -> Any:

@@ -4,7 +4,7 @@ in model values. :class:`zarrlake.catalog.RepoCatalog` implements it over SQL; a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from zarrlake.model.records import (
@@ -138,6 +138,9 @@ class SessionStore(Protocol):
     def load_staged(
         self, session_id: str, kinds: Sequence[StagedKind] | None = None
     ) -> list[StagedEntry]: ...
+    def iter_staged(
+        self, session_id: str, kinds: Sequence[StagedKind] | None = None
+    ) -> Iterator[StagedEntry]: ...
     def get_staged(
         self,
         session_id: str,

@@ -88,30 +88,34 @@ def _coords_text(coords: ChunkCoords) -> str:
 
 
 def _text_coords(text: str) -> ChunkCoords:
-    return tuple(int(x) for x in text.split(",")) if text else ()
+    return tuple(map(int, text.split(","))) if text else ()
 
 
-def staged_entry(r: Any) -> StagedEntry:
+def staged_entry(r: Any, sources: dict[str, VirtualSource] | None = None) -> StagedEntry:
+    """The entry of a ``zl_staged`` row (all its columns, in the table's order).
+    ``sources``: source records decoded so far (by their text), so that the rows of one
+    query naming one source share one record."""
+    _, path, kind, key, h, length, inline, pack, offset, crc, source = r
     ref = None
-    if r.hash is not None and r.source is not None:
+    if h is not None and source is not None:
+        src = None if sources is None else sources.get(source)
+        if src is None:
+            src = VirtualSource.decode(source)
+            if sources is not None:
+                sources[source] = src
+        ref = ChunkRef(bytes(h), int(length), offset=int(offset or 0), source=src)
+    elif h is not None:
         ref = ChunkRef(
-            bytes(r.hash),
-            int(r.length),
-            offset=int(r.pack_offset or 0),
-            source=VirtualSource.decode(r.source),
+            bytes(h),
+            int(length),
+            None if inline is None else bytes(inline),
+            None if pack is None else bytes(pack),
+            int(offset or 0),
+            None if crc is None else int(crc),
         )
-    elif r.hash is not None:
-        ref = ChunkRef(
-            bytes(r.hash),
-            int(r.length),
-            None if r.inline is None else bytes(r.inline),
-            None if r.pack is None else bytes(r.pack),
-            int(r.pack_offset or 0),
-            None if r.crc is None else int(r.crc),
-        )
-    if r.kind == "chunk":
-        return StagedEntry(r.path, "chunk", _text_coords(r.key), "", ref)
-    return StagedEntry(r.path, r.kind, (), r.key, ref)
+    if kind == "chunk":
+        return StagedEntry(path, "chunk", _text_coords(key), "", ref)
+    return StagedEntry(path, kind, (), key, ref)
 
 
 def staged_key(e: StagedEntry) -> str:
@@ -121,8 +125,14 @@ def staged_key(e: StagedEntry) -> str:
 
 def staged_values(session_id: str, entries: Iterable[StagedEntry]) -> list[dict[str, Any]]:
     out = []
+    encoded: dict[VirtualSource, str] = {}  # each source's record written once per call
     for e in entries:
         ref = e.ref
+        source = None
+        if ref is not None and ref.source is not None:
+            source = encoded.get(ref.source)
+            if source is None:
+                source = encoded[ref.source] = ref.source.encode()
         out.append(
             {
                 "session_id": session_id,
@@ -137,7 +147,7 @@ def staged_values(session_id: str, entries: Iterable[StagedEntry]) -> list[dict[
                 if ref is None or (ref.pack is None and ref.source is None)
                 else ref.offset,
                 "crc": None if ref is None else ref.crc,
-                "source": None if ref is None or ref.source is None else ref.source.encode(),
+                "source": source,
             }
         )
     return out

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -25,6 +25,7 @@ from zarrlake.catalog.schema import reads, sessions, staged
 from zarrlake.errors import NotFoundError, SessionClosedError, SessionExpiredError
 from zarrlake.faults import crash_point
 from zarrlake.model.records import CommitRecord, SessionRecord, StagedEntry, StagedKind
+from zarrlake.model.virtual import VirtualSource
 from zarrlake.types import ChunkCoords, SessionInfo
 
 __all__ = ["SessionQueries", "refuse_session"]
@@ -190,7 +191,7 @@ class SessionQueries(Scoped):
                     staged_values(session_id, [StagedEntry(p, "drop") for p in drops]),
                 )
             if entries:
-                conn.execute(self.db.upsert_staged, staged_values(session_id, entries))
+                dia.execute_many(conn, self.db.upsert_staged, staged_values(session_id, entries))
             crash_point("stage.in_tx")
 
     def replace_staged(self, session_id: str, entries: Sequence[StagedEntry], base: str) -> None:
@@ -209,11 +210,20 @@ class SessionQueries(Scoped):
     def load_staged(
         self, session_id: str, kinds: Sequence[StagedKind] | None = None
     ) -> list[StagedEntry]:
+        return list(self.iter_staged(session_id, kinds))
+
+    def iter_staged(
+        self, session_id: str, kinds: Sequence[StagedKind] | None = None
+    ) -> Iterator[StagedEntry]:
+        """The staged entries of a session, as a stream (one read transaction, held until
+        the stream ends): a caller that keeps less than every entry holds less."""
         q = sa.select(staged).where(staged.c.session_id == session_id)
         if kinds is not None:
             q = q.where(staged.c.kind.in_(kinds))
         with self.db.read() as conn:
-            return [staged_entry(r) for r in conn.execute(q)]
+            sources: dict[str, VirtualSource] = {}
+            for r in conn.execute(q):
+                yield staged_entry(r, sources)
 
     def get_staged(
         self,

@@ -163,7 +163,7 @@ class ChangeSet:
                     arr = np.frombuffer(zlib.decompress(base64.b64decode(b64)), "<i8").reshape(
                         n, ndim
                     )
-                    chunks = frozenset(tuple(int(x) for x in row) for row in arr)
+                    chunks = frozenset(map(tuple, arr.tolist()))
             nodes[path] = NodeChange(
                 created=bool(item.get("c")),
                 deleted=bool(item.get("d")),

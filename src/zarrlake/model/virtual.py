@@ -13,6 +13,7 @@ import hashlib
 import json
 import posixpath
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -26,6 +27,7 @@ __all__ = [
     "normalize_prefix",
     "normalize_url",
     "virtual_hash",
+    "virtual_hasher",
 ]
 
 SCHEMES = ("file", "s3", "http", "https")
@@ -78,10 +80,22 @@ def virtual_hash(source: VirtualSource, offset: int, length: int) -> bytes:
     offset and length are equal. It stands where a stored chunk's content hash stands, so
     diffs and merges compare references as they compare chunks; it is never an object's
     name, so garbage collection never deletes anything for it."""
+    return virtual_hasher(source)(offset, length)
+
+
+def virtual_hasher(source: VirtualSource) -> Callable[[int, int], bytes]:
+    """:func:`virtual_hash` of ``source`` as a function of (offset, length): the source's
+    part of the hash is computed once, however many references name it."""
     h = hashlib.sha256(b"zarrlake-virtual\0")
     h.update(source.encode().encode())
-    h.update(_SPAN.pack(offset, length))
-    return h.digest()
+    pack = _SPAN.pack
+
+    def hash_span(offset: int, length: int) -> bytes:
+        one = h.copy()
+        one.update(pack(offset, length))
+        return one.digest()
+
+    return hash_span
 
 
 def _refuse(url: str, why: str) -> VirtualSourceError:

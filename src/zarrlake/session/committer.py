@@ -267,7 +267,8 @@ def state_entries(state: StagedState) -> Iterable[StagedEntry]:
 
 
 def has_objects(state: StagedState) -> bool:
-    """Whether any staged ref names an object in the object store (not inline bytes)."""
+    """Whether any staged ref names an object in the object store (not inline bytes, nor a
+    virtual reference)."""
     refs = [r for sn in state.nodes.values() for r in sn.chunks.values()]
     refs.extend(state.raw.values())
-    return any(r is not None and r.inline is None for r in refs)
+    return any(r is not None and r.inline is None and r.source is None for r in refs)

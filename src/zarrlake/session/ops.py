@@ -20,6 +20,7 @@ __all__ = [
     "DropNode",
     "Op",
     "PutRow",
+    "PutRows",
     "RecordRead",
     "entry",
     "node_states",
@@ -39,6 +40,14 @@ class PutRow:
 
 
 @dataclass(frozen=True, slots=True)
+class PutRows:
+    """Stage many rows at once (virtual chunk references: one operation, one future and one
+    place in the catalog's transaction for a whole batch, not one of each per chunk)."""
+
+    rows: tuple[StagedEntry, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class DropNode:
     """Remove a node (group or array) of the base commit, with everything staged under it."""
 
@@ -53,7 +62,7 @@ class RecordRead:
     read: Read
 
 
-Op = PutRow | DropNode | RecordRead
+Op = PutRow | PutRows | DropNode | RecordRead
 
 
 def packable(op: Op, size: int) -> bool:

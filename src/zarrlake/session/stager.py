@@ -11,7 +11,7 @@ from typing import Protocol
 from zarrlake.catalog.interface import Read, SessionStore
 from zarrlake.faults import crash_point
 from zarrlake.model.records import StagedEntry
-from zarrlake.session.ops import DropNode, Op, PutRow, RecordRead
+from zarrlake.session.ops import DropNode, Op, PutRow, PutRows, RecordRead
 
 __all__ = ["Stager"]
 
@@ -75,6 +75,7 @@ class Stager:
         self.cond = threading.Condition()
         self.pending: list[tuple[Op, Future[None]]] = []
         self.inflight = 0
+        self.bulk_rows = 0  # rows of PutRows operations queued or being written
         self.waiters = 0
         self.error: BaseException | None = None  # of the last failed batch
         self.failures = 0  # batches failed so far
@@ -91,10 +92,22 @@ class Stager:
                     raise self.error
                 self.cond.wait(timeout=1.0)
 
+    def wait_bulk(self, limit: int) -> None:
+        """Back-pressure for bulk rows (:class:`PutRows`): wait until at most ``limit`` of
+        them are queued or being written; while they are parked after a failure, raise its
+        error. Callers must not hold a lock that completion callbacks take."""
+        with self.cond:
+            while self.bulk_rows > limit:
+                if self.parked and self.error is not None:
+                    raise self.error
+                self.cond.wait(timeout=1.0)
+
     def submit(self, op: Op) -> Future[None]:
         fut: Future[None] = Future()
         with self.cond:
             self.pending.append((op, fut))
+            if isinstance(op, PutRows):
+                self.bulk_rows += len(op.rows)
             self._wake()
         return fut
 
@@ -180,11 +193,16 @@ class Stager:
                 drops.append(op.path)
             elif isinstance(op, RecordRead):
                 reads.append(op.read)
+            elif isinstance(op, PutRows):
+                rows.extend(op.rows)  # virtual references: they name no object
             else:
                 rows.append(op.row)
                 ref = op.row.ref
                 objects = objects or (
-                    ref is not None and ref.inline is None and op.row.kind != "meta"
+                    ref is not None
+                    and ref.inline is None
+                    and ref.source is None
+                    and op.row.kind != "meta"
                 )
                 if op.doc is not None and ref is not None:
                     blobs[ref.hash] = ("meta", op.doc)
@@ -209,6 +227,7 @@ class Stager:
                     idle = 0
                 continue
             idle = 0
+            requeued = False
             try:
                 self._write([op for op, _ in batch], seal)
             except BaseException as exc:
@@ -218,7 +237,7 @@ class Stager:
                     if self.write_behind:
                         # nobody waits for these futures: keep the operations for another try
                         self.pending[:0] = batch
-                        self.parked = True
+                        self.parked = requeued = True
                 if not self.write_behind:
                     for _, fut in batch:
                         fut.set_exception(exc)
@@ -227,8 +246,14 @@ class Stager:
                     fut.set_result(None)
             with self.cond:
                 self.inflight = 0
+                if not requeued:
+                    self.bulk_rows -= sum(
+                        len(op.rows) for op, _ in batch if isinstance(op, PutRows)
+                    )
                 self.cond.notify_all()
 
 
 def _in_pack(op: Op, pack: bytes) -> bool:
+    if isinstance(op, PutRows):
+        return any(r.ref is not None and r.ref.pack == pack for r in op.rows)
     return isinstance(op, PutRow) and op.row.ref is not None and op.row.ref.pack == pack

@@ -4,12 +4,13 @@ source's size, before anything is staged."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 
 from zarrlake.errors import InvalidInputError, InvalidKeyError
-from zarrlake.model import ChunkRef, NodeMeta, virtual_hash
+from zarrlake.model import ChunkRef, NodeMeta
 from zarrlake.model.records import StagedEntry
-from zarrlake.model.virtual import VirtualSource
+from zarrlake.model.virtual import VirtualSource, virtual_hasher
 from zarrlake.objects.sources import SourceReader
 from zarrlake.types import ChunkCoords
 
@@ -35,30 +36,38 @@ def plan_virtual(
             "(its zarr.json) first"
         )
     items = []
+    ndim, grid = nm.ndim, nm.grid_shape
     for item in refs:
         try:
             coords, url, offset, length = item
-            key: ChunkCoords = tuple(int(c) for c in coords)
+            key: ChunkCoords = tuple(map(int, coords))
             items.append((key, url, int(offset), int(length)))
         except (TypeError, ValueError) as exc:
             raise InvalidInputError(
                 f"a virtual reference is (coords, url, offset, length); got {item!r}"
             ) from exc
-        if len(key) != nm.ndim or not nm.in_grid(key) or min(key, default=0) < 0:
+        if (
+            len(key) != ndim
+            or not (all(map(operator.lt, key, grid)) if grid is not None else nm.in_grid(key))
+            or (key and min(key) < 0)
+        ):
             raise InvalidKeyError(
                 f"virtual reference to chunk {key} is outside the chunk grid {nm.grid_shape} "
                 f"of array {path or '/'!r}"
             )
-    found = sources.stat_many((url for _, url, _, _ in items), seen)
+    # each distinct URL is located (allowed prefix), looked up and hashed once
+    found = sources.stat_many({url for _, url, _, _ in items}, seen)
+    hashers = {url: virtual_hasher(src) for url, src in found.items()}
     rows = []
     for key, url, offset, length in items:
         src = found[url]
-        sources.check_span(src, offset, length)
+        if offset < 0 or length < 0 or offset + length > src.size:
+            sources.check_span(src, offset, length)  # raises, saying why
         if nm.chunk_nbytes is not None and length != nm.chunk_nbytes:
             raise InvalidInputError(
                 f"virtual reference to chunk {key} of {path or '/'!r} is {length} bytes; the "
                 f"array stores uncompressed chunks of exactly {nm.chunk_nbytes} bytes"
             )
-        ref = ChunkRef(virtual_hash(src, offset, length), length, offset=offset, source=src)
+        ref = ChunkRef(hashers[url](offset, length), length, offset=offset, source=src)
         rows.append(StagedEntry(path, "chunk", key, "", ref))
     return rows

@@ -32,11 +32,13 @@ from zarrlake.session.committer import (
     recorded_commit,
 )
 from zarrlake.session.keys import Target, could_be_chunk_key, under
+from zarrlake.session.local import LocalRows
 from zarrlake.session.opener import SessionOpener
 from zarrlake.session.ops import (
     DropNode,
     Op,
     PutRow,
+    PutRows,
     RecordRead,
     entry,
     node_states,
@@ -46,7 +48,7 @@ from zarrlake.session.ops import (
 )
 from zarrlake.session.record import SessionMirror
 from zarrlake.session.stager import Stager
-from zarrlake.types import ChunkCoords, SessionInfo, from_epoch, validate_metadata, validate_text
+from zarrlake.types import SessionInfo, from_epoch, validate_metadata, validate_text
 
 if TYPE_CHECKING:
     from zarrlake.model import Solver
@@ -87,7 +89,7 @@ class WritableSession(Session):
         self._closed: str | None = None  # "committed" | "abandoned" once this process closed it
         self.durable = not created_here
         self._lock = threading.RLock()
-        self._local: dict[tuple[str, str, ChunkCoords, str], StagedEntry] = {}
+        self._local = LocalRows(self._lock)
         # node-level staged state: this process's own (authoritative for it, includes writes not
         # yet durable) and the cooperating processes' (as last loaded from the catalog)
         self._metas_local: dict[str, tuple[bytes | None, bool]] = {}
@@ -246,7 +248,7 @@ class WritableSession(Session):
         if not self._open():
             return state
         self._stager.flush()
-        for r in self._core.catalog.sessions.load_staged(self.id):
+        for r in self._core.catalog.sessions.iter_staged(self.id):
             if r.kind == "raw":
                 state.raw[r.key] = r.ref
                 continue
@@ -361,23 +363,23 @@ class WritableSession(Session):
         with self._lock:
             fut = self._stager.submit(op)
             if isinstance(op, DropNode):
-                prefix = f"{op.path}/" if op.path else ""
-                for k in [
-                    k
-                    for k in self._local
-                    if (k[0] == op.path and k[1] in ("meta", "chunk"))
-                    or (k[1] == "raw" and k[3].startswith(prefix))
-                ]:
-                    del self._local[k]
+                self._local.drop_node(op.path)
                 self._set_local_meta(fut, op.path, (None, True))
+            elif isinstance(op, PutRows):
+                self._local.put_bulk(op.rows, fut)
             elif isinstance(op, PutRow):
                 row = op.row
-                self._local[row.slot] = row
+                self._local.put(row)
                 if row.kind == "meta" and op.doc is not None and row.ref is not None:
                     h = row.ref.hash
                     self._core.reader.prime(h, "meta", op.doc)
                     self._set_local_meta(fut, row.path, (h, self._node_state(row.path)[1]))
         return fut
+
+    @property
+    def rows_in_memory(self) -> int:
+        """How many staged rows this process holds in memory (see :class:`LocalRows`)."""
+        return len(self._local)
 
     def _set_local_meta(
         self, fut: Future[None], path: str, state: tuple[bytes | None, bool]
@@ -422,11 +424,18 @@ class WritableSession(Session):
         op = self._prepare_write(key, data)
         return lambda: self._submit(op).result()
 
+    BULK_ROWS = 5000  # rows of one bulk staging operation (virtual references)
+
     def _stage_rows(self, rows: list[StagedEntry]) -> None:
+        """Stage ``rows`` in operations of :attr:`BULK_ROWS`, each submitted once the one
+        before is durable: the catalog write of one overlaps the caller's work on the next,
+        and the rows held in memory stay bounded however many are staged."""
         self.check_writable()
-        futures = [self._submit(PutRow(r)) for r in rows]
-        for fut in futures if self.durable else ():
-            fut.result()
+        for start in range(0, len(rows), self.BULK_ROWS):
+            self._stager.wait_bulk(0)
+            fut = self._submit(PutRows(tuple(rows[start : start + self.BULK_ROWS])))
+            if self.durable:
+                fut.result()
 
     def write_sync(self, key: str, data: bytes | memoryview) -> None:
         fut = self._submit(self._prepare_write(key, data))

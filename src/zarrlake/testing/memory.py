@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -399,6 +399,11 @@ class _Sessions:
     ) -> list[StagedEntry]:
         found = list(self.db.staged.get(session_id, {}).values())
         return found if kinds is None else [e for e in found if e.kind in kinds]
+
+    def iter_staged(
+        self, session_id: str, kinds: Sequence[StagedKind] | None = None
+    ) -> Iterator[StagedEntry]:
+        return iter(self.load_staged(session_id, kinds))
 
     def get_staged(
         self,

@@ -13,7 +13,7 @@ VirtualiZarr is not imported here: a virtual variable is recognized by what it h
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -90,6 +90,24 @@ def _appended(arr: zarr.Array[Any], var: xr.Variable, axis: int, name: str) -> i
     return start
 
 
+def _entries(manifest: Any) -> Iterator[tuple[tuple[int, ...], Mapping[str, Any]]]:
+    """(chunk grid indices, entry) of every chunk of a manifest: through ``iter_refs``
+    where VirtualiZarr has it (no chunk key written and parsed again per chunk), with an
+    inlined chunk's bytes from ``dict()``; else from ``dict()``."""
+    iter_refs = getattr(manifest, "iter_refs", None)
+    if iter_refs is None:
+        for key, entry in manifest.dict().items():
+            yield tuple(int(i) for i in str(key).split(".")), entry
+        return
+    inlined: dict[str, Any] | None = None
+    for idx, entry in iter_refs():
+        if entry["path"] == _INLINED:
+            if inlined is None:
+                inlined = manifest.dict()
+            entry = inlined[".".join(map(str, idx))]
+        yield idx, entry
+
+
 def write_virtual(
     ds: xr.Dataset,
     session: WritableSession,
@@ -126,8 +144,9 @@ def write_virtual(
         else:
             session.write_sync(f"{prefix}{name}/zarr.json", _meta_doc(var))
         refs = []
-        for key, entry in var.data.manifest.dict().items():
-            idx = tuple(int(i) + o for i, o in zip(str(key).split("."), offsets, strict=True))
+        for idx, entry in _entries(var.data.manifest):
+            if any(offsets):
+                idx = tuple(i + o for i, o in zip(idx, offsets, strict=True))
             if entry["path"] == _INLINED:
                 chunk_key = var.data.metadata.chunk_key_encoding.encode_chunk_key(idx)
                 session.write_sync(f"{prefix}{name}/{chunk_key}", entry["data"])
