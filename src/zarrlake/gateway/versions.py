@@ -162,11 +162,9 @@ class Lake:
         its data never changes, and the catalog is asked only whether it still exists
         (``expire`` may have dropped it).
         """
-        if _COMMIT_ID.fullmatch(ref):
-            checked = self._pinned.get((repo_name, ref))
-            store = self._sessions.get((repo_name, ref))
-            if checked is not None and store is not None and time.monotonic() - checked < PIN_TTL:
-                return Version(repo_name, ref, ref, True, store)
+        recent = self._recent(repo_name, ref)
+        if recent is not None:
+            return recent
         repo = self.repo(repo_name)
         try:
             commit = repo.resolve(ref)
@@ -187,26 +185,31 @@ class Lake:
         inline or in the lake's local object store. ``None`` otherwise (ask :meth:`fetch` in a
         worker thread). Local objects are read where the request is handled, as a static file
         server reads its files; a manifest shard not yet loaded is read from the catalog."""
-        if not _COMMIT_ID.fullmatch(ref):
+        v = self._recent(repo_name, ref)
+        if v is None or v.store.session.async_reads:
             return None
-        checked = self._pinned.get((repo_name, ref))
-        store: LakeStore | None = self._sessions.get((repo_name, ref))
-        if store is None or checked is None or time.monotonic() - checked >= PIN_TTL:
-            return None
-        session = store.session
-        if session.async_reads:
-            return None
+        session = v.store.session
         found = session.locate(key)
-        v = Version(repo_name, ref, ref, True, store)
         if found is None or isinstance(found, bytes):
             return v, found
         if found.virtual:
             return None  # its source may be on the network
         return v, session.read_ref(found)
 
+    def _recent(self, repo_name: str, ref: str) -> Version | None:
+        """The version of ``ref`` if it is a commit id resolved in the last :data:`PIN_TTL`
+        seconds (its store kept), without asking the catalog; else ``None``."""
+        if not _COMMIT_ID.fullmatch(ref):
+            return None
+        checked = self._pinned.get((repo_name, ref))
+        store = self._sessions.get((repo_name, ref))
+        if checked is None or store is None or time.monotonic() - checked >= PIN_TTL:
+            return None
+        return Version(repo_name, ref, ref, True, store)
+
     def fetch(self, repo_name: str, ref: str, key: str) -> tuple[Version, bytes | None]:
         """The version and the whole value of ``key`` in it, in one call (one worker thread
-        per request on the common path)."""
+        per request, when :meth:`fetch_here` cannot answer at once)."""
         v = self.version(repo_name, ref)
         got = v.store.get_sync(key)
         return v, None if got is None else _as_bytes(got)
