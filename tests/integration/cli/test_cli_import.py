@@ -107,23 +107,13 @@ def test_import_an_icechunk_repository_on_s3(tmp_path: Path, s3_endpoint: str) -
     )
 
 
-@pytest.mark.parametrize(
-    ("source", "option", "words"),
-    [
-        ("s3://lake/ice", "bucket_region=eu", "unknown source option(s) for an Icechunk"),
-        ("gs://lake/ice", "", "from a directory or s3://bucket/prefix, not gs://"),
-        ("s3://lake/ice", "key=only-a-key", "give both key and secret"),
-    ],
-)
-def test_an_icechunk_source_it_cannot_read_exits_2_and_changes_nothing(
-    tmp_path: Path, source: str, option: str, words: str
-) -> None:
+def test_an_icechunk_source_it_cannot_read_exits_2_and_changes_nothing(tmp_path: Path) -> None:
     pytest.importorskip("icechunk")
     assert run("init", str(tmp_path / "lake")).returncode == 0
     before = zarrlake.Repo.open(tmp_path / "lake").log()
-    extra = ["--source-option", option] if option else []
-    p = run("import", source, "--icechunk", "--lake", str(tmp_path / "lake"), *extra)
+    p = run("import", "s3://lake/ice", "--icechunk", "--lake", str(tmp_path / "lake"),
+            "--source-option", "key=only-a-key")  # fmt: skip
     assert p.returncode == 2, p.stderr
-    assert words in p.stderr
+    assert "give both key and secret" in p.stderr
     assert "only-a-key" not in p.stderr
     assert zarrlake.Repo.open(tmp_path / "lake").log() == before
