@@ -116,23 +116,47 @@ def blob_bytes(repo: zarrlake.Repo) -> int:
         engine.dispose()
 
 
-class IcechunkLake:
-    """The same array in an Icechunk repository on the local filesystem, the same chunks written."""
+def fill_store(store: Any, rows: np.ndarray, cols: np.ndarray, value: int) -> None:
+    """Write the first chunk of every shard through the store (one 1-byte chunk each;
+    through zarr's orthogonal indexing each chunk would first be read)."""
+    data = default_buffer_prototype().buffer.from_bytes(bytes([value]))
+    keys = [f"grid/c/{r}/{c}" for r in rows.tolist() for c in cols.tolist()]
 
-    def __init__(self, where: Path, side: int) -> None:
-        import icechunk
+    async def put_all() -> None:
+        for i in range(0, len(keys), 2000):
+            await asyncio.gather(*(store.set(k, data) for k in keys[i : i + 2000]))
 
+    sync(put_all())
+
+
+def shard_origins(side: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first row and column of every manifest shard of a ``side x side`` array."""
+    from zarrlake.model.manifest import shard_shape_for
+
+    rows, cols = shard_shape_for((side, side), 2)
+    return np.arange(0, side, rows), np.arange(0, side, cols)
+
+
+class Grid:
+    """One repository (zarrlake's or Icechunk's: both have ``writable_session(branch)`` and
+    ``commit(message)``) with one ``side x side`` array of 1 x 1 chunks, one chunk written
+    per zarrlake manifest shard."""
+
+    def __init__(self, repo: Any, side: int) -> None:
+        self.repo = repo
         self.side = side
-        self.where = where
-        self.repo = icechunk.Repository.create(icechunk.local_filesystem_storage(str(where)))
-        s = self.repo.writable_session("main")
+        s = repo.writable_session("main")
         zarr.open_group(s.store, mode="w").create_array(
             "grid", shape=(side, side), chunks=(1, 1), dtype="i1", fill_value=0, compressors=None
         )
-        self.shard_rows, self.shard_cols = Lake.shard_origins(side)
-        Lake.fill_store(s.store, self.shard_rows, self.shard_cols, 1)
-        s.commit(f"{side * side:.0e} chunks")
+        self.shard_rows, self.shard_cols = shard_origins(side)
+        fill_store(s.store, self.shard_rows, self.shard_cols, 1)
+        s.commit(f"{side * side:.0e} chunks, one written per shard")
         self.rng = np.random.default_rng(7)
+
+    def head(self) -> str:
+        """The commit (snapshot) ``main`` is at."""
+        raise NotImplementedError
 
     @property
     def populated_shards(self) -> int:
@@ -149,26 +173,41 @@ class IcechunkLake:
         s.commit("one chunk")
         return time.perf_counter() - t
 
+    def restore_ones(self) -> None:
+        """Put the cold read's chunks back to 1 (the one-chunk commits changed some)."""
+        s = self.repo.writable_session("main")
+        fill_store(s.store, self.shard_rows, self.shard_cols, 1)
+        s.commit("restore")
+
+    def hundred_chunk_versions(self) -> tuple[str, str]:
+        a = self.head()
+        s = self.repo.writable_session("main")
+        arr = zarr.open_array(s.store, path="grid")
+        for r, c in hundred_chunks(self.rng, self.side):
+            arr[r, c] = 42
+        return a, str(s.commit("100 chunks"))
+
+
+class IcechunkLake(Grid):
+    """The same array in an Icechunk repository on the local filesystem, the same chunks written."""
+
+    def __init__(self, where: Path, side: int) -> None:
+        import icechunk
+
+        self.where = where
+        super().__init__(
+            icechunk.Repository.create(icechunk.local_filesystem_storage(str(where))), side
+        )
+
+    def head(self) -> str:
+        return str(self.repo.lookup_branch("main"))
+
     def written_bytes(self) -> int:
         return sum(f.stat().st_size for f in self.where.rglob("*") if f.is_file())
 
     def cold_read(self) -> float:
         r, c = self.some_chunk()
         return _cold(ICECHUNK_COLD_SCRIPT, str(self.where), r, c)
-
-    def restore_ones(self) -> None:
-        s = self.repo.writable_session("main")
-        Lake.fill_store(s.store, self.shard_rows, self.shard_cols, 1)
-        s.commit("restore")
-
-    def hundred_chunk_versions(self) -> tuple[str, str]:
-        a = self.repo.lookup_branch("main")
-        s = self.repo.writable_session("main")
-        arr = zarr.open_array(s.store, path="grid")
-        picked = hundred_chunks(self.rng, self.side)
-        for r, c in picked:
-            arr[r, c] = 42
-        return a, s.commit("100 chunks")
 
     def cold_diff(self, a: str, b: str) -> float:
         import icechunk
@@ -182,80 +221,24 @@ class IcechunkLake:
         return took
 
 
-class Lake:
-    """One repo with one ``side x side`` array of 1 x 1 chunks, one chunk written per shard."""
+class Lake(Grid):
+    """The array in a zarrlake repo: a lake directory, or a catalog URL with storage beside."""
 
     def __init__(self, where: Path, side: int, catalog: str | None) -> None:
-        self.side = side
         if catalog is None:
             self.opener: dict[str, Any] = {"location": str(where)}
-            self.repo = zarrlake.Repo.create(where)
+            repo = zarrlake.Repo.create(where)
         else:
             self.opener = {"catalog": catalog}
-            self.repo = zarrlake.Repo.create(catalog=catalog, storage=str(where / "objects"))
-        s = self.repo.writable_session()
-        zarr.open_group(s.store, mode="w").create_array(
-            "grid", shape=(side, side), chunks=(1, 1), dtype="i1", fill_value=0, compressors=None
-        )
-        self.shard_rows, self.shard_cols = self.shard_origins(side)
-        self.fill_store(s.store, self.shard_rows, self.shard_cols, 1)  # one chunk per shard
-        s.commit(f"{side * side:.0e} chunks, one written per shard")
-        self.rng = np.random.default_rng(7)
+            repo = zarrlake.Repo.create(catalog=catalog, storage=str(where / "objects"))
+        super().__init__(repo, side)
 
-    @staticmethod
-    def fill_store(store: Any, rows: np.ndarray, cols: np.ndarray, value: int) -> None:
-        """Write the first chunk of every shard through the store (one 1-byte chunk each;
-        through zarr's orthogonal indexing each chunk would first be read)."""
-        data = default_buffer_prototype().buffer.from_bytes(bytes([value]))
-        keys = [f"grid/c/{r}/{c}" for r in rows.tolist() for c in cols.tolist()]
-
-        async def put_all() -> None:
-            for i in range(0, len(keys), 2000):
-                await asyncio.gather(*(store.set(k, data) for k in keys[i : i + 2000]))
-
-        sync(put_all())
-
-    @staticmethod
-    def shard_origins(side: int) -> tuple[np.ndarray, np.ndarray]:
-        from zarrlake.model.manifest import shard_shape_for
-
-        rows, cols = shard_shape_for((side, side), 2)
-        return np.arange(0, side, rows), np.arange(0, side, cols)
-
-    @property
-    def populated_shards(self) -> int:
-        return len(self.shard_rows) * len(self.shard_cols)
-
-    def some_chunk(self) -> tuple[int, int]:
-        return int(self.rng.choice(self.shard_rows)), int(self.rng.choice(self.shard_cols))
-
-    def one_chunk_commit(self) -> float:
-        r, c = self.some_chunk()
-        t = time.perf_counter()
-        s = self.repo.writable_session()
-        zarr.open_array(s.store, path="grid")[r, c] = int(self.rng.integers(2, 100))
-        s.commit("one chunk")
-        return time.perf_counter() - t
+    def head(self) -> str:
+        return str(self.repo.resolve("main"))
 
     def cold_read(self) -> float:
         r, c = self.some_chunk()
         return _cold(COLD_SCRIPT, json.dumps(self.opener), r, c)
-
-    def restore_ones(self) -> None:
-        """Put the cold read's chunks back to 1 (the one-chunk commits changed some)."""
-        s = self.repo.writable_session()
-        self.fill_store(s.store, self.shard_rows, self.shard_cols, 1)
-        s.commit("restore")
-
-    def hundred_chunk_versions(self) -> tuple[str, str]:
-        a = self.repo.resolve("main")
-        s = self.repo.writable_session()
-        arr = zarr.open_array(s.store, path="grid")
-        picked = hundred_chunks(self.rng, self.side)
-        for r, c in picked:
-            arr[r, c] = 42
-        b = s.commit("100 chunks")
-        return a, b
 
     def cold_diff(self, a: str, b: str) -> float:
         forget_cores()
@@ -316,7 +299,7 @@ def main() -> int:
                     )
                 try:
                     t = time.perf_counter()
-                    lake: Lake | IcechunkLake
+                    lake: Grid
                     if cat == "icechunk":
                         lake = IcechunkLake(scratch / f"{cat}-{k}", side)
                         size_of: Callable[[], int] = lake.written_bytes
