@@ -143,6 +143,16 @@ def _add_location_options(sp: argparse.ArgumentParser) -> None:
     )
 
 
+def add_progress_option(sp: argparse.ArgumentParser, what: str = "progress bars") -> None:
+    """``--progress/--no-progress``: ``what`` on stderr, by default when it is a terminal."""
+    sp.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help=f"{what} on stderr (default: when stderr is a terminal)",
+    )
+
+
 def resolve_lake(args: argparse.Namespace) -> None:
     """Settle ``args.path`` for ``add_repo_args``: the LAKE word, ``--lake``, or the
     default; refuse two names for one lake."""

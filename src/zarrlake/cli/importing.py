@@ -7,7 +7,13 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
-from zarrlake.cli._common import _add_location_options, default_lake, open_repo, parse_options
+from zarrlake.cli._common import (
+    _add_location_options,
+    add_progress_option,
+    default_lake,
+    open_repo,
+    parse_options,
+)
 from zarrlake.cli._output import emit_json
 
 if TYPE_CHECKING:
@@ -128,11 +134,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="",
         help="an Icechunk repository's branches and tags are named with this in front",
     )
-    sp.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="a progress bar on stderr (default: when stderr is a terminal)",
-    )
+    add_progress_option(sp, "a progress bar")
     sp.add_argument("--json", action="store_true", help="print the result as JSON")
     sp.set_defaults(func=_cmd_import)

@@ -8,6 +8,7 @@ from zarrlake.cli import EXIT_FSCK_ISSUES
 from zarrlake.cli._common import (
     Operand,
     add_lake_args,
+    add_progress_option,
     confirm,
     open_repo,
     parse_duration,
@@ -77,12 +78,7 @@ def _cmd_fsck(args: argparse.Namespace) -> int:
 
 
 def _common(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="progress bars on stderr (default: when stderr is a terminal)",
-    )
+    add_progress_option(sp)
     sp.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
