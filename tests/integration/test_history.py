@@ -91,6 +91,32 @@ def test_diff_backwards_is_the_mirror_image(make_repo: Callable[..., zarrlake.Re
     assert back["t"].attributes == (FieldChange("units", "K", ABSENT),)
 
 
+def test_a_diff_against_the_parent_reads_no_manifest(
+    make_repo: Callable[..., zarrlake.Repo], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo()
+    first = _setup(repo)
+    s = repo.writable_session()
+    _edit(s)
+    second = s.commit("edit")
+    s = repo.writable_session()
+    zarr.open_array(s.store, path="t", mode="r+")[20:24] = 7
+    third = s.commit("one more")
+    reader = LakeProbe(repo).reader
+
+    def no_manifest(*args: object) -> None:
+        raise AssertionError("a manifest was read")
+
+    for name in ("index", "shard", "prefetch_shards"):
+        monkeypatch.setattr(reader, name, no_manifest)
+    assert _chunks(repo.diff(first, second)["t"]) == EXPECTED_T
+    assert repo.diff(second, first)["t"].chunks_added == {(0,)}
+    with pytest.raises(AssertionError, match="a manifest was read"):
+        repo.diff(first, third)  # two commits apart: the manifests are compared
+    monkeypatch.undo()
+    assert repo.diff(first, third)["t"].chunks_changed == {(1,), (5,)}
+
+
 def test_resize_diff_shows_shape_and_dropped_chunks(
     make_repo: Callable[..., zarrlake.Repo],
 ) -> None:

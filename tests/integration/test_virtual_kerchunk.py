@@ -93,6 +93,8 @@ def test_a_diff_marks_the_chunks_that_are_references(make_repo, tmp_path: Path) 
     s.commit("overwrite one chunk")
     node = repo.diff("main~1", "main")["k/x"]
     assert (node.chunks_changed, node.chunks_virtual) == ({(0,)}, frozenset())
+    back = repo.diff("main", "main~1")["k/x"]  # the other way round, chunk 0 is a reference
+    assert (back.chunks_changed, back.chunks_virtual) == ({(0,)}, {(0,)})
     s = repo.writable_session()
     s.put_virtual_refs("k/x", [((0,), f"file://{tmp_path / 'archive' / 'data.bin'}", 0, 80)])
     s.commit("back to the reference")

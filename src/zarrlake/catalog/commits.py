@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -41,21 +42,29 @@ class CommitQueries(Scoped):
     def with_roots(self, ids: Sequence[str]) -> dict[str, tuple[CommitRecord, bytes | None]]:
         """The commits of ``ids`` that exist, each with its snapshot root's bytes, by id, in
         one round trip (per few hundred)."""
-        rid = self.repo_id
-        out: dict[str, tuple[CommitRecord, bytes | None]] = {}
-        for batch in batches(list(dict.fromkeys(ids))):
-            q = (
-                sa.select(*COMMIT_COLS, blobs.c.data.label("root_data"))
-                .select_from(commits)
-                .outerjoin(
-                    blobs, sa.and_(blobs.c.repo_id == rid, blobs.c.hash == commits.c.root_hash)
-                )
-                .where(commits.c.repo_id == rid, commits.c.id.in_(list(batch)))
-            )
+        return {c: (rec, root) for c, (rec, root, _) in self._with_blobs(ids, False).items()}
+
+    def with_roots_and_changes(
+        self, ids: Sequence[str]
+    ) -> dict[str, tuple[CommitRecord, bytes | None, bytes | None]]:
+        """:meth:`with_roots`, plus the change set's bytes of each commit whose first parent
+        is among ``ids`` (what a diff of a commit against its parent reads), in the same
+        round trip."""
+        return self._with_blobs(ids, True)
+
+    def _with_blobs(
+        self, ids: Sequence[str], changes: bool
+    ) -> dict[str, tuple[CommitRecord, bytes | None, bytes | None]]:
+        wanted = list(dict.fromkeys(ids))
+        q = _WITH_ROOTS_AND_CHANGES if changes else _WITH_ROOTS
+        out: dict[str, tuple[CommitRecord, bytes | None, bytes | None]] = {}
+        for batch in batches(wanted):
+            params = {"p_repo": self.repo_id, "p_ids": list(batch), "p_parents": wanted}
             with self.db.read() as conn:
-                for row in conn.execute(q):
-                    data = None if row.root_data is None else bytes(row.root_data)
-                    out[row.id] = (commit_record(row), data)
+                for row in conn.execute(q, params):
+                    root = None if row.root_data is None else bytes(row.root_data)
+                    data = row.changes_data if changes else None
+                    out[row.id] = (commit_record(row), root, None if data is None else bytes(data))
         return out
 
     def by_id(self, ids: Sequence[str]) -> dict[str, CommitRecord]:
@@ -90,38 +99,19 @@ class CommitQueries(Scoped):
     def lookup_many(self, names: Mapping[str, bool]) -> dict[str, list[tuple[str, str]]]:
         """:meth:`lookup` of several names (name -> ``prefix``: a lowercase hex name that may
         be a commit id's beginning), in one round trip."""
-        rid = self.repo_id
-        by_ref: Any = sa.select(
-            sa.literal("ref").label("what"),
-            refs.c.name.label("name"),
-            refs.c.commit_id.label("id"),
-        ).where(refs.c.repo_id == rid, refs.c.name.in_(list(names)))
-        by_id: list[Any] = [
-            sa.select(
-                sa.literal("commit").label("what"),
-                sa.literal(name).label("name"),
-                commits.c.id.label("id"),
-            )
-            .where(
-                commits.c.repo_id == rid,
-                # Commit ids are lowercase hex: those starting with ``name`` are the range
-                # [name, name + "g"), which the primary key finds without a scan (a LIKE
-                # alone read every commit of the repo: the cost grew with the history).
-                commits.c.id >= name,
-                commits.c.id < name + "g",
-                commits.c.id.startswith(name, autoescape=True),
-            )
-            .limit(2)
-            .subquery()
-            .select()
-            for name, prefix in names.items()
-            if prefix
-        ]
-        q: Any = sa.union_all(by_ref, *by_id) if by_id else by_ref
+        prefixes = [name for name, prefix in names.items() if prefix]
+        params: dict[str, Any] = {"p_repo": self.repo_id, "p_names": list(names)}
+        for i, name in enumerate(prefixes):
+            # Commit ids are lowercase hex: those starting with ``name`` are the range
+            # [name, name + "g"), which the primary key finds without a scan (a LIKE alone
+            # read every commit of the repo: the cost grew with the history).
+            params[f"p_low{i}"], params[f"p_high{i}"] = name, name + "g"
         out: dict[str, list[tuple[str, str]]] = {name: [] for name in names}
         with self.db.read() as conn:
-            for r in conn.execute(q):
-                out[str(r.name)].append((str(r.what), str(r.id)))
+            for r in conn.execute(_lookup_query(len(prefixes)), params):
+                what, key, found = str(r.what), str(r.name), str(r.id)
+                if what == "ref" or found.startswith(key):
+                    out[key].append((what, found))
         return out
 
     def ancestry(self, head: str, limit: int | None = None) -> list[CommitRecord]:
@@ -233,3 +223,66 @@ class CommitQueries(Scoped):
         branch (reachable from its head); see :mod:`.keys`."""
         with self.db.tx() as conn:
             return recorded_key(conn, self.repo_id, branch, key, None)
+
+
+# Statements built once, the values passed as parameters: building a SQLAlchemy statement
+# costs several times what running a small one does (a diff's lookups are a few of them).
+def _with_blobs_query(changes: bool) -> Any:
+    cols: list[Any] = [*COMMIT_COLS, blobs.c.data.label("root_data")]
+    q = (
+        sa.select()
+        .select_from(commits)
+        .outerjoin(
+            blobs,
+            sa.and_(blobs.c.repo_id == sa.bindparam("p_repo"), blobs.c.hash == commits.c.root_hash),
+        )
+    )
+    if changes:  # the change set of a commit whose parent is among those asked for
+        cs = blobs.alias("cs")
+        cols.append(cs.c.data.label("changes_data"))
+        q = q.outerjoin(
+            cs,
+            sa.and_(
+                cs.c.repo_id == sa.bindparam("p_repo"),
+                cs.c.hash == commits.c.changes_hash,
+                commits.c.parent_id.in_(sa.bindparam("p_parents", expanding=True)),
+            ),
+        )
+    return q.add_columns(*cols).where(
+        commits.c.repo_id == sa.bindparam("p_repo"),
+        commits.c.id.in_(sa.bindparam("p_ids", expanding=True)),
+    )
+
+
+_WITH_ROOTS = _with_blobs_query(False)
+_WITH_ROOTS_AND_CHANGES = _with_blobs_query(True)
+
+
+@functools.lru_cache(maxsize=16)
+def _lookup_query(n_prefixes: int) -> Any:
+    """Refs named ``p_names``, and up to two commit ids in each ``[p_low<i>, p_high<i>)``."""
+    by_ref: Any = sa.select(
+        sa.literal("ref").label("what"),
+        refs.c.name.label("name"),
+        refs.c.commit_id.label("id"),
+    ).where(
+        refs.c.repo_id == sa.bindparam("p_repo"),
+        refs.c.name.in_(sa.bindparam("p_names", expanding=True)),
+    )
+    by_id = [
+        sa.select(
+            sa.literal("commit").label("what"),
+            sa.bindparam(f"p_low{i}", type_=sa.String).label("name"),
+            commits.c.id.label("id"),
+        )
+        .where(
+            commits.c.repo_id == sa.bindparam("p_repo"),
+            commits.c.id >= sa.bindparam(f"p_low{i}", type_=sa.String),
+            commits.c.id < sa.bindparam(f"p_high{i}", type_=sa.String),
+        )
+        .limit(2)
+        .subquery()
+        .select()
+        for i in range(n_prefixes)
+    ]
+    return sa.union_all(by_ref, *by_id) if by_id else by_ref

@@ -57,21 +57,41 @@ def commit_root(core: RepoCore, commit: str) -> tuple[CommitRecord, Root]:
     return commit_roots(core, commit)[0]
 
 
-def commit_roots(core: RepoCore, *ids: str) -> list[tuple[CommitRecord, Root]]:
+def commit_roots(
+    core: RepoCore, *ids: str, changes: bool = False
+) -> list[tuple[CommitRecord, Root]]:
     """Commits with their snapshot roots: the commits and the roots not cached yet come in
-    one query, their top documents in one more."""
-    found = core.catalog.commits.with_roots(ids)
+    one query, their top documents in one more. With ``changes``, the change set of each
+    commit whose first parent is among ``ids`` comes in the first query too (into the
+    reader's cache)."""
+    if changes:
+        found = core.catalog.commits.with_roots_and_changes(ids)
+        for row, _, data in found.values():
+            if data is not None and row.changes_hash is not None:
+                core.reader.prime(row.changes_hash, "changes", data)
+        rows = {c: (row, root) for c, (row, root, _) in found.items()}
+    else:
+        rows = core.catalog.commits.with_roots(ids)
     for c in ids:
-        if c not in found:
+        if c not in rows:
             raise NotFoundError(f"no commit {c!r} in this repo")
     core.reader.prime_roots(
-        [(row.root_hash, data) for row, data in found.values() if data is not None]
+        [(row.root_hash, data) for row, data in rows.values() if data is not None]
     )
-    return [(found[c][0], core.reader.root(found[c][0].root_hash)) for c in ids]
+    return [(rows[c][0], core.reader.root(rows[c][0].root_hash)) for c in ids]
 
 
 def diff(core: RepoCore, a: str, b: str) -> Diff:
-    """What changed from ref ``a`` to ref ``b``."""
+    """What changed from ref ``a`` to ref ``b``.
+
+    When one is the other's first parent, the chunks come from the child's change set (no
+    manifest is read); otherwise the manifests are compared, skipping what they share.
+    """
     ca, cb = resolve_refs(core, a, b)
-    (_, ra), (_, rb) = commit_roots(core, ca, cb)
-    return diff_roots(ra, rb, core.reader, labels=(ca, cb))
+    (rec_a, ra), (rec_b, rb) = commit_roots(core, ca, cb, changes=True)
+    changes, reverse = None, False
+    if rec_b.parent_id == ca and rec_b.changes_hash is not None:
+        changes = core.reader.changes(rec_b.changes_hash)
+    elif rec_a.parent_id == cb and rec_a.changes_hash is not None:
+        changes, reverse = core.reader.changes(rec_a.changes_hash), True
+    return diff_roots(ra, rb, core.reader, labels=(ca, cb), changes=changes, reverse=reverse)

@@ -32,6 +32,11 @@ from zarrlake.model.snapshot import NodeEntry, Root
 from zarrlake.types import ChunkCoords
 
 __all__ = [
+    "ADDED",
+    "CHANGED",
+    "REMOVED",
+    "VIRTUAL_AFTER",
+    "VIRTUAL_BEFORE",
     "BuildResult",
     "ChangeSet",
     "NodeChange",
@@ -85,9 +90,23 @@ class StagedState:
         return sn
 
 
+# How a commit changed one chunk (a :attr:`NodeChange.kinds` value): one of the first three,
+# plus a flag for each side whose content is a virtual reference.
+ADDED, CHANGED, REMOVED = 1, 2, 3
+VIRTUAL_AFTER, VIRTUAL_BEFORE = 4, 8
+_KIND = 3  # the mask of the first three
+
+
 @dataclass(frozen=True, slots=True)
 class NodeChange:
-    """What one commit (or session) did to one node."""
+    """What one commit (or session) did to one node.
+
+    ``kinds``, recorded by :func:`build_snapshot`, says for each of ``chunks`` whether the
+    commit added, changed or removed it against its first parent, and which sides are virtual
+    references: enough for a diff of the commit against its parent to need no manifest.
+    ``None`` where that is not known exactly (a session's staged changes, a commit written by
+    an older version, a node whose chunks were all replaced).
+    """
 
     created: bool = False
     deleted: bool = False
@@ -95,6 +114,7 @@ class NodeChange:
     attrs: frozenset[str] = frozenset()  # attribute keys changed
     chunks: frozenset[ChunkCoords] = frozenset()
     node_type: str = ""
+    kinds: Mapping[ChunkCoords, int] | None = field(default=None, compare=False)
 
     @property
     def meta_changed(self) -> bool:
@@ -107,10 +127,16 @@ class NodeChange:
 
 @dataclass(frozen=True, slots=True)
 class ChangeSet:
-    """The changes one commit made, by node path; stored with every commit."""
+    """The changes one commit made, by node path; stored with every commit.
+
+    ``exact`` (set by :func:`build_snapshot`): every node whose snapshot entry differs from
+    the first parent's is listed if any of its chunks changed, with ``kinds`` unless they are
+    not known; a node not listed has no changed chunk.
+    """
 
     nodes: Mapping[str, NodeChange] = field(default_factory=dict)
     raw: frozenset[str] = frozenset()
+    exact: bool = False
 
     def is_empty(self) -> bool:
         return not self.raw and not any(c.touched for c in self.nodes.values())
@@ -129,18 +155,18 @@ class ChangeSet:
                 item["a"] = sorted(c.attrs)
             if c.node_type:
                 item["t"] = c.node_type
-            if c.chunks:
-                arr = np.array(sorted(c.chunks), dtype="<i8")
+            order = sorted(c.chunks)
+            if order:
+                arr = np.array(order, dtype="<i8")
                 ndim = arr.shape[1] if arr.ndim == 2 else 0
-                item["k"] = [
-                    len(c.chunks),
-                    ndim,
-                    base64.b64encode(zlib.compress(arr.tobytes(), 1)).decode(),
-                ]
+                item["k"] = [len(c.chunks), ndim, _pack(arr)]
+            if c.kinds is not None:
+                item["m"] = _pack(np.array([c.kinds[k] for k in order], np.uint8))
             out[path] = item
-        return json.dumps(
-            {"v": 1, "nodes": out, "raw": sorted(self.raw)}, separators=(",", ":")
-        ).encode()
+        doc: dict[str, object] = {"v": 1, "nodes": out, "raw": sorted(self.raw)}
+        if self.exact:
+            doc["x"] = 1
+        return json.dumps(doc, separators=(",", ":")).encode()
 
     @classmethod
     def decode(cls, data: bytes) -> ChangeSet:
@@ -154,16 +180,21 @@ class ChangeSet:
         doc = json.loads(data)
         nodes: dict[str, NodeChange] = {}
         for path, item in doc["nodes"].items():
-            chunks: frozenset[ChunkCoords] = frozenset()
+            order: list[ChunkCoords] = []
             if "k" in item:
                 n, ndim, b64 = item["k"]
                 if ndim == 0:
-                    chunks = frozenset({()})
+                    order = [()]
                 else:
-                    arr = np.frombuffer(zlib.decompress(base64.b64decode(b64)), "<i8").reshape(
-                        n, ndim
-                    )
-                    chunks = frozenset(map(tuple, arr.tolist()))
+                    arr = np.frombuffer(_unpack(b64), "<i8").reshape(n, ndim)
+                    order = list(map(tuple, arr.tolist()))
+            chunks = frozenset(order)
+            kinds: dict[ChunkCoords, int] | None = None
+            if "m" in item:  # how each chunk changed, in the order of the coordinates
+                values = np.frombuffer(_unpack(item["m"]), np.uint8).tolist()
+                if len(values) != len(order):
+                    raise ValueError(f"{len(values)} chunk kinds for {len(order)} chunks")
+                kinds = dict(zip(order, values, strict=True))
             nodes[path] = NodeChange(
                 created=bool(item.get("c")),
                 deleted=bool(item.get("d")),
@@ -171,8 +202,17 @@ class ChangeSet:
                 attrs=frozenset(item.get("a", ())),
                 chunks=chunks,
                 node_type=item.get("t", ""),
+                kinds=kinds,
             )
-        return cls(nodes, frozenset(doc["raw"]))
+        return cls(nodes, frozenset(doc["raw"]), bool(doc.get("x")))
+
+
+def _pack(arr: np.ndarray) -> str:
+    return base64.b64encode(zlib.compress(arr.tobytes(), 1)).decode()
+
+
+def _unpack(b64: str) -> bytes:
+    return zlib.decompress(base64.b64decode(b64))
 
 
 def _meta_change(reader: SnapshotReader, old: bytes, new: bytes) -> tuple[bool, frozenset[str]]:
@@ -240,7 +280,7 @@ def build_snapshot(base: Root, staged: StagedState, reader: SnapshotReader) -> B
         structure, attrs = False, frozenset[str]()
         if current is not None:
             structure, attrs = _meta_change(reader, current.meta, meta)
-        changed_chunks: frozenset[ChunkCoords] = frozenset()
+        kinds: dict[ChunkCoords, int] | None = {}
         manifest: bytes | None = None
         if nm.is_array:
             index: ManifestIndex | None = None
@@ -256,7 +296,12 @@ def build_snapshot(base: Root, staged: StagedState, reader: SnapshotReader) -> B
             if index is not None and not chunks:
                 manifest = current.manifest if current is not None else None
             else:
-                manifest, changed_chunks = _apply_chunks(index, nm, chunks, reader, blobs)
+                manifest, kinds = _apply_chunks(index, nm, chunks, reader, blobs)
+            if index is None and current is not None and current.manifest is not None:
+                kinds = None  # the number of dimensions changed: every old chunk is gone
+        elif current is not None and current.manifest is not None:
+            kinds = None  # an array became a group: its chunks are gone
+        changed_chunks = frozenset(kinds or ())
         entry = NodeEntry(nm.node_type, meta, manifest)
         nodes[path] = entry
         change = NodeChange(
@@ -266,6 +311,7 @@ def build_snapshot(base: Root, staged: StagedState, reader: SnapshotReader) -> B
             attrs=attrs,
             chunks=changed_chunks,
             node_type=nm.node_type,
+            kinds=kinds,
         )
         if change.touched:
             changes[path] = change
@@ -282,7 +328,9 @@ def build_snapshot(base: Root, staged: StagedState, reader: SnapshotReader) -> B
     data = root.encode()
     root_hash = content_hash(data)
     blobs[root_hash] = ("root", data)
-    return BuildResult(root, root_hash, blobs, ChangeSet(changes, frozenset(raw_changed)))
+    return BuildResult(
+        root, root_hash, blobs, ChangeSet(changes, frozenset(raw_changed), exact=True)
+    )
 
 
 def claim_raw_chunks(base: Root, staged: StagedState, reader: SnapshotReader) -> StagedState:
@@ -327,9 +375,10 @@ def _apply_chunks(
     updates: Mapping[ChunkCoords, ChunkRef | None],
     reader: SnapshotReader,
     blobs: dict[bytes, tuple[str, bytes]],
-) -> tuple[bytes | None, frozenset[ChunkCoords]]:
+) -> tuple[bytes | None, dict[ChunkCoords, int]]:
+    """The new manifest, and how each chunk whose content changed changed (``kinds``)."""
     if not updates:
-        return None, frozenset()
+        return None, {}
     shard_shape = (
         index.shard_shape if index is not None else shard_shape_for(nm.grid_shape, nm.ndim)
     )
@@ -343,21 +392,20 @@ def _apply_chunks(
     current = index.shards_at(by_shard, reader)
     if len(current) > 1:
         reader.prefetch_shards(list(current.values()))
-    changed: list[ChunkCoords] = []
+    changed: dict[ChunkCoords, int] = {}
     new_hashes: dict[ChunkCoords, bytes | None] = {}
     for pos, ups in by_shard.items():
         old_hash = current.get(pos)
         old = reader.shard(old_hash) if old_hash is not None else Shard.empty()
         if len(old) == 0:
-            changed.extend(
-                join_coords(pos, f, shard_shape) for f, r in ups.items() if r is not None
-            )
+            for f, r in ups.items():
+                if r is not None:
+                    changed[join_coords(pos, f, shard_shape)] = ADDED | _virtual(r, VIRTUAL_AFTER)
         else:
-            changed.extend(
-                join_coords(pos, f, shard_shape)
-                for f, r in ups.items()
-                if not same_content(old.get(f), r)
-            )
+            for f, r in ups.items():
+                was = old.get(f)
+                if not same_content(was, r):
+                    changed[join_coords(pos, f, shard_shape)] = _kind_of(was, r)
         new = old.apply(ups)
         if len(new) == 0:
             if old_hash is not None:
@@ -369,11 +417,21 @@ def _apply_chunks(
             blobs[h] = ("shard", data)
             new_hashes[pos] = h
     if not new_hashes and index.is_tree:
-        return (_store_index(index, blobs) if index.top else None), frozenset(changed)
+        return (_store_index(index, blobs) if index.top else None), changed
     updated = index.updated(new_hashes, reader, blobs, shard_grid=shard_grid)
     if updated is None:
-        return None, frozenset(changed)
-    return _store_index(updated, blobs), frozenset(changed)
+        return None, changed
+    return _store_index(updated, blobs), changed
+
+
+def _virtual(ref: ChunkRef | None, flag: int) -> int:
+    return flag if ref is not None and ref.source is not None else 0
+
+
+def _kind_of(was: ChunkRef | None, now: ChunkRef | None) -> int:
+    """The :attr:`NodeChange.kinds` value of a chunk whose content changed from ``was``."""
+    kind = ADDED if was is None else REMOVED if now is None else CHANGED
+    return kind | _virtual(now, VIRTUAL_AFTER) | _virtual(was, VIRTUAL_BEFORE)
 
 
 def _store_index(index: ManifestIndex, blobs: dict[bytes, tuple[str, bytes]]) -> bytes:

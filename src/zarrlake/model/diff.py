@@ -3,7 +3,8 @@
 A diff compares two :class:`Root` values through a :class:`SnapshotReader`. Nodes whose
 metadata and manifest hashes are equal are skipped without loading anything; inside an array,
 shards whose hashes are equal are skipped too, so the cost follows the size of the change, not
-the size of the arrays or the length of the history.
+the size of the arrays or the length of the history. A commit against its first parent (either
+way round) needs no manifest at all: its change set says how each chunk changed.
 """
 
 from __future__ import annotations
@@ -15,7 +16,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from zarrlake.model.changes import SnapshotReader, iter_manifest
+from zarrlake.model.changes import (
+    ADDED,
+    CHANGED,
+    REMOVED,
+    VIRTUAL_AFTER,
+    VIRTUAL_BEFORE,
+    ChangeSet,
+    SnapshotReader,
+    iter_manifest,
+)
 from zarrlake.model.index import ManifestIndex, index_delta
 from zarrlake.model.manifest import VIRTUAL, ChunkRef, Shard
 from zarrlake.model.metadata import ArrayLayout, NodeMeta
@@ -520,6 +530,33 @@ def _chunk_sets(
     return added.coords(), changed.coords(), removed.coords(), virtual.coords()
 
 
+_NONE: _Sets = (frozenset(), frozenset(), frozenset(), frozenset())
+
+
+def _recorded_sets(changes: ChangeSet, path: str, reverse: bool) -> _Sets | None:
+    """A node's chunk sets as an exact change set records them (``reverse``: from the commit
+    back to its parent); ``None`` where it does not know them."""
+    nc = changes.nodes.get(path)
+    if nc is None:
+        return _NONE
+    if nc.deleted or nc.kinds is None:
+        return None  # the node's old chunks are not listed
+    out: tuple[set[ChunkCoords], ...] = (set(), set(), set(), set())
+    added, removed = (REMOVED, ADDED) if reverse else (ADDED, REMOVED)
+    virtual = VIRTUAL_BEFORE if reverse else VIRTUAL_AFTER
+    for c, k in nc.kinds.items():
+        kind = k & 3
+        if kind == added:
+            out[0].add(c)
+        elif kind == CHANGED:
+            out[1].add(c)
+        elif kind == removed:
+            out[2].add(c)
+        if k & virtual and kind != removed:
+            out[3].add(c)
+    return frozenset(out[0]), frozenset(out[1]), frozenset(out[2]), frozenset(out[3])
+
+
 def _full_compare(ia: ManifestIndex, ib: ManifestIndex, reader: SnapshotReader) -> _Sets:
     # Shard layouts differ (the array was replaced): positions cannot be matched, compare all.
     left = {c: r.hash for c, r in iter_manifest(ia, reader)}
@@ -535,15 +572,22 @@ def _full_compare(ia: ManifestIndex, ib: ManifestIndex, reader: SnapshotReader) 
 
 
 def _node_diff(
-    path: str, a: NodeEntry | None, b: NodeEntry | None, reader: SnapshotReader
+    path: str,
+    a: NodeEntry | None,
+    b: NodeEntry | None,
+    reader: SnapshotReader,
+    recorded: _Sets | None = None,
 ) -> NodeDiff | None:
     ma = reader.node_meta(a.meta) if a is not None else None
     mb = reader.node_meta(b.meta) if b is not None else None
-    if ma is not None and mb is not None and ma.ndim != mb.ndim and ma.is_array and mb.is_array:
+    changed: frozenset[ChunkCoords]
+    if recorded is not None:
+        added, changed, removed, virtual = recorded
+    elif ma is not None and mb is not None and ma.ndim != mb.ndim and ma.is_array and mb.is_array:
         # coordinates of different rank never match: every chunk is removed and added
         added, _, _, virtual = _chunk_sets(None, b, None, mb, reader)
         _, _, removed, _ = _chunk_sets(a, None, ma, None, reader)
-        changed: frozenset[ChunkCoords] = frozenset()
+        changed = frozenset()
     else:
         added, changed, removed, virtual = _chunk_sets(a, b, ma, mb, reader)
     if ma is None:
@@ -575,18 +619,24 @@ def diff_roots(
     reader: SnapshotReader,
     *,
     labels: tuple[str | None, str | None] = (None, None),
+    changes: ChangeSet | None = None,
+    reverse: bool = False,
 ) -> Diff:
     """Everything that differs between two snapshots.
 
     Unchanged nodes (equal metadata and manifest hashes) and unchanged shards (equal hashes)
-    are skipped without being loaded.
+    are skipped without being loaded. ``changes`` is the change set of ``after`` against
+    ``before`` (``reverse``: of ``before`` against ``after``); where it is exact, chunks are
+    read from it and no manifest is loaded.
     """
+    known = changes if changes is not None and changes.exact else None
     nodes = []
     for path in sorted(set(before.nodes) | set(after.nodes)):
         a, b = before.nodes.get(path), after.nodes.get(path)
         if a == b:
             continue
-        nd = _node_diff(path, a, b, reader)
+        recorded = _recorded_sets(known, path, reverse) if known is not None else None
+        nd = _node_diff(path, a, b, reader, recorded)
         if nd is not None:
             nodes.append(nd)
     ka, kb = before.raw, after.raw

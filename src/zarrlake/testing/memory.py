@@ -160,6 +160,16 @@ class _Commits:
     def with_roots(self, ids: Sequence[str]) -> dict[str, tuple[CommitRecord, bytes | None]]:
         return {c: self.get_with_root(c) for c in ids if c in self.db.commits}
 
+    def with_roots_and_changes(
+        self, ids: Sequence[str]
+    ) -> dict[str, tuple[CommitRecord, bytes | None, bytes | None]]:
+        out: dict[str, tuple[CommitRecord, bytes | None, bytes | None]] = {}
+        for c, (rec, root) in self.with_roots(ids).items():
+            h = rec.changes_hash if rec.parent_id in ids else None
+            changes = self.db.nodes.get(h) if h is not None else None
+            out[c] = (rec, root, None if changes is None else changes[1])
+        return out
+
     def by_id(self, ids: Sequence[str]) -> dict[str, CommitRecord]:
         return {c: self.db.commits[c] for c in ids if c in self.db.commits}
 
