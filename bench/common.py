@@ -62,6 +62,20 @@ class Settings:
             out.append(LAKE_PG)
         return out
 
+    def analyze(self) -> None:
+        """Refresh PostgreSQL's planner statistics, as autovacuum does on a live database
+        once a tenth of a table has changed: the run's tables are minutes old and grew from
+        empty, and a plan made for a table of one row walks every commit of a long history."""
+        if self.pg_url:
+            import sqlalchemy as sa
+
+            engine = sa.create_engine(self.pg_url, isolation_level="AUTOCOMMIT")
+            try:
+                with engine.connect() as conn:
+                    conn.exec_driver_sql("ANALYZE")
+            finally:
+                engine.dispose()
+
     def dir(self, *parts: str) -> Path:
         """A fresh, unique directory under the run's scratch space."""
         path = self.scratch.joinpath(*parts[:-1], f"{parts[-1]}-{uuid.uuid4().hex[:8]}")

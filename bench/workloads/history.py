@@ -209,6 +209,7 @@ def run(settings: Settings, names: set[str]) -> list[Result]:
         measure(subjects, builders, p, names, picks, update_rows)
     finally:
         builders.close()
+    settings.analyze()  # before the reads of the history just built
     if "small_update" in names:
         results.extend(update_results(subjects, p, update_rows))
     if "checkout" in names:

@@ -99,6 +99,40 @@ class CommitQueries(Scoped):
     def lookup_many(self, names: Mapping[str, bool]) -> dict[str, list[tuple[str, str]]]:
         """:meth:`lookup` of several names (name -> ``prefix``: a lowercase hex name that may
         be a commit id's beginning), in one round trip."""
+        params, n_prefixes = self._lookup_params(names)
+        out: dict[str, list[tuple[str, str]]] = {name: [] for name in names}
+        with self.db.read() as conn:
+            for r in conn.execute(_lookup_query(n_prefixes), params):
+                what, key, found = str(r.what), str(r.name), str(r.id)
+                if what == "ref" or found.startswith(key):
+                    out[key].append((what, found))
+        return out
+
+    def lookup_with_commits(
+        self, names: Mapping[str, bool]
+    ) -> tuple[
+        dict[str, list[tuple[str, str]]],
+        dict[str, tuple[CommitRecord, bytes | None, bytes | None]],
+    ]:
+        """:meth:`lookup_many`, and every commit found with its root's bytes and, for those
+        whose first parent was found too, its change set's bytes (as
+        :meth:`with_roots_and_changes`): what a diff of two names reads, in one round trip."""
+        params, n_prefixes = self._lookup_params(names)
+        out: dict[str, list[tuple[str, str]]] = {name: [] for name in names}
+        rows: dict[str, tuple[CommitRecord, bytes | None, bytes | None]] = {}
+        q = _lookup_with_commits_query(n_prefixes)
+        with self.db.read() as conn:
+            for r in conn.execute(q, params):
+                what, key, found = str(r.what), str(r.name), str(r.found)
+                if what == "ref" or found.startswith(key):
+                    out[key].append((what, found))
+                if r.id is not None:
+                    root = None if r.root_data is None else bytes(r.root_data)
+                    data = None if r.changes_data is None else bytes(r.changes_data)
+                    rows[found] = (commit_record(r), root, data)
+        return out, rows
+
+    def _lookup_params(self, names: Mapping[str, bool]) -> tuple[dict[str, Any], int]:
         prefixes = [name for name, prefix in names.items() if prefix]
         params: dict[str, Any] = {"p_repo": self.repo_id, "p_names": list(names)}
         for i, name in enumerate(prefixes):
@@ -106,13 +140,7 @@ class CommitQueries(Scoped):
             # [name, name + "g"), which the primary key finds without a scan (a LIKE alone
             # read every commit of the repo: the cost grew with the history).
             params[f"p_low{i}"], params[f"p_high{i}"] = name, name + "g"
-        out: dict[str, list[tuple[str, str]]] = {name: [] for name in names}
-        with self.db.read() as conn:
-            for r in conn.execute(_lookup_query(len(prefixes)), params):
-                what, key, found = str(r.what), str(r.name), str(r.id)
-                if what == "ref" or found.startswith(key):
-                    out[key].append((what, found))
-        return out
+        return params, len(prefixes)
 
     def ancestry(self, head: str, limit: int | None = None) -> list[CommitRecord]:
         """``head`` and its first-parent ancestors, newest first (one recursive query)."""
@@ -286,3 +314,34 @@ def _lookup_query(n_prefixes: int) -> Any:
         for i in range(n_prefixes)
     ]
     return sa.union_all(by_ref, *by_id) if by_id else by_ref
+
+
+@functools.lru_cache(maxsize=16)
+def _lookup_with_commits_query(n_prefixes: int) -> Any:
+    """:func:`_lookup_query`'s rows, each with the commit found (its root's and, where its
+    parent was found too, its change set's bytes)."""
+    found = _lookup_query(n_prefixes).cte("found")
+    root = blobs.alias("root")
+    cs = blobs.alias("cs")
+    repo: Any = sa.bindparam("p_repo")
+    return (
+        sa.select(
+            found.c.what,
+            found.c.name,
+            found.c.id.label("found"),
+            *COMMIT_COLS,
+            root.c.data.label("root_data"),
+            cs.c.data.label("changes_data"),
+        )
+        .select_from(found)
+        .outerjoin(commits, sa.and_(commits.c.repo_id == repo, commits.c.id == found.c.id))
+        .outerjoin(root, sa.and_(root.c.repo_id == repo, root.c.hash == commits.c.root_hash))
+        .outerjoin(
+            cs,
+            sa.and_(
+                cs.c.repo_id == repo,
+                cs.c.hash == commits.c.changes_hash,
+                commits.c.parent_id.in_(sa.select(found.c.id)),
+            ),
+        )
+    )

@@ -139,16 +139,19 @@ class CatalogReader:
         self._small.put(("r", h), root)
         return root
 
-    def prime_roots(self, items: Sequence[tuple[bytes, bytes]]) -> None:
+    def prime_roots(self, items: Sequence[tuple[bytes, bytes]], *, manifests: bool = True) -> None:
         """Seed the cache with roots read along with their commits (hash, bytes); the top
-        documents of those not cached yet are loaded together, in one query."""
+        documents of those not cached yet are loaded together, in one query (``manifests``:
+        with the top of each array's manifest index, which a read starts at and a diff of a
+        commit against its parent does not need)."""
         roots = []
         for h, data in items:
             if not self._small.has(("r", h)):
                 root = Root.decode(data)
                 self._small.put(("r", h), root)
                 roots.append(root)
-        self._prefetch_tops([r for r in roots if len(r.nodes) <= _PREFETCH_METAS])
+        small = [r for r in roots if len(r.nodes) <= _PREFETCH_METAS]
+        self._prefetch_tops(small, manifests=manifests)
 
     def root(self, h: bytes) -> Root:
         return self._small.get(("r", h), lambda: self._decode_root(self._blob(h)))  # type: ignore[no-any-return]
@@ -159,17 +162,18 @@ class CatalogReader:
             self._prefetch_tops([root])
         return root
 
-    def _prefetch_tops(self, roots: Sequence[Root]) -> None:
+    def _prefetch_tops(self, roots: Sequence[Root], *, manifests: bool = True) -> None:
         """Load the metadata documents and manifest index documents of small hierarchies in
         one query: opening a node reads its own and its parents' documents, and reading a
         chunk starts at its array's index."""
         nodes = [n for root in roots for n in root.nodes.values()]
         want = [n.meta for n in nodes if not self._small.has(("m", n.meta))]
-        want += [
-            n.manifest
-            for n in nodes
-            if n.manifest is not None and not self._small.has(("i", n.manifest))
-        ]
+        if manifests:
+            want += [
+                n.manifest
+                for n in nodes
+                if n.manifest is not None and not self._small.has(("i", n.manifest))
+            ]
         if not want:
             return
         for h, (kind, data) in self.nodes.get_many(list(dict.fromkeys(want))).items():

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from zarrlake.core import RepoCore
 from zarrlake.errors import NotFoundError
-from zarrlake.history.refs import resolve_refs
+from zarrlake.history.refs import resolve_with_commits
 from zarrlake.model import Root
 from zarrlake.model.diff import Diff, diff_roots
 from zarrlake.model.graph import merge_base as _walk_merge_base
@@ -57,26 +59,25 @@ def commit_root(core: RepoCore, commit: str) -> tuple[CommitRecord, Root]:
     return commit_roots(core, commit)[0]
 
 
-def commit_roots(
-    core: RepoCore, *ids: str, changes: bool = False
-) -> list[tuple[CommitRecord, Root]]:
+def commit_roots(core: RepoCore, *ids: str) -> list[tuple[CommitRecord, Root]]:
     """Commits with their snapshot roots: the commits and the roots not cached yet come in
-    one query, their top documents in one more. With ``changes``, the change set of each
-    commit whose first parent is among ``ids`` comes in the first query too (into the
-    reader's cache)."""
-    if changes:
-        found = core.catalog.commits.with_roots_and_changes(ids)
-        for row, _, data in found.values():
-            if data is not None and row.changes_hash is not None:
-                core.reader.prime(row.changes_hash, "changes", data)
-        rows = {c: (row, root) for c, (row, root, _) in found.items()}
-    else:
-        rows = core.catalog.commits.with_roots(ids)
+    one query, their top documents in one more."""
+    return _with_roots(core, ids, core.catalog.commits.with_roots(ids))
+
+
+def _with_roots(
+    core: RepoCore,
+    ids: Sequence[str],
+    rows: Mapping[str, tuple[CommitRecord, bytes | None]],
+    *,
+    manifests: bool = True,
+) -> list[tuple[CommitRecord, Root]]:
     for c in ids:
         if c not in rows:
             raise NotFoundError(f"no commit {c!r} in this repo")
     core.reader.prime_roots(
-        [(row.root_hash, data) for row, data in rows.values() if data is not None]
+        [(row.root_hash, data) for row, data in rows.values() if data is not None],
+        manifests=manifests,
     )
     return [(rows[c][0], core.reader.root(rows[c][0].root_hash)) for c in ids]
 
@@ -87,11 +88,18 @@ def diff(core: RepoCore, a: str, b: str) -> Diff:
     When one is the other's first parent, the chunks come from the child's change set (no
     manifest is read); otherwise the manifests are compared, skipping what they share.
     """
-    ca, cb = resolve_refs(core, a, b)
-    (rec_a, ra), (rec_b, rb) = commit_roots(core, ca, cb, changes=True)
+    (ca, cb), found = resolve_with_commits(core, a, b)
+    rows = {}
+    for c, (row, root, changes_data) in found.items():
+        rows[c] = (row, root)
+        if changes_data is not None and row.changes_hash is not None:
+            core.reader.prime(row.changes_hash, "changes", changes_data)
+    rec_a, rec_b = rows[ca][0] if ca in rows else None, rows[cb][0] if cb in rows else None
     changes, reverse = None, False
-    if rec_b.parent_id == ca and rec_b.changes_hash is not None:
+    if rec_b is not None and rec_b.parent_id == ca and rec_b.changes_hash is not None:
         changes = core.reader.changes(rec_b.changes_hash)
-    elif rec_a.parent_id == cb and rec_a.changes_hash is not None:
+    elif rec_a is not None and rec_a.parent_id == cb and rec_a.changes_hash is not None:
         changes, reverse = core.reader.changes(rec_a.changes_hash), True
+    exact = changes is not None and changes.exact
+    (_, ra), (_, rb) = _with_roots(core, (ca, cb), rows, manifests=not exact)
     return diff_roots(ra, rb, core.reader, labels=(ca, cb), changes=changes, reverse=reverse)

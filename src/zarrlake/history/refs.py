@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from zarrlake.core import RepoCore
 from zarrlake.errors import InvalidRefError, NotFoundError
+from zarrlake.model.records import CommitRecord
 from zarrlake.model.refexpr import RefExpr, parse_ref_expr
 from zarrlake.types import did_you_mean, in_words
 
-__all__ = ["resolve_ref", "resolve_refs"]
+__all__ = ["resolve_ref", "resolve_refs", "resolve_with_commits"]
 
 _COMMIT_PREFIX_MIN = 4
 
@@ -113,3 +114,21 @@ def resolve_refs(core: RepoCore, *texts: object) -> list[str]:
         else resolve_ref(core, t)
         for e, t in zip(exprs, texts, strict=True)
     ]
+
+
+CommitRows = dict[str, tuple[CommitRecord, bytes | None, bytes | None]]
+
+
+def resolve_with_commits(core: RepoCore, *texts: object) -> tuple[list[str], CommitRows]:
+    """:func:`resolve_refs`, and the commits named, with their roots' bytes and (for those
+    whose first parent is named too) their change sets' bytes, as
+    ``catalog.commits.with_roots_and_changes`` gives them; when every text is a plain name,
+    all of it comes in one query."""
+    exprs = [parse_ref_expr(t) for t in texts]
+    if any(e.steps or e.uses_reflog for e in exprs):
+        ids = resolve_refs(core, *texts)
+        return ids, core.catalog.commits.with_roots_and_changes(ids)
+    plain = {e.base: _hexlike(e.base) for e in exprs}
+    found, rows = core.catalog.commits.lookup_with_commits(plain)
+    ids = [_choose(core, e.base, plain[e.base], found[e.base]) for e in exprs]
+    return ids, rows

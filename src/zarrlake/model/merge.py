@@ -21,8 +21,9 @@ from zarrlake.model.changes import (
     changes_from_staged,
     iter_manifest,
 )
+from zarrlake.model.chunkdiff import manifest_delta
 from zarrlake.model.conflicts import Solver, detect_conflicts, rebase_staged
-from zarrlake.model.diff import Diff, diff_roots, manifest_delta
+from zarrlake.model.diff import Diff, diff_roots
 from zarrlake.model.manifest import ChunkRef, same_content, split_coords
 from zarrlake.model.snapshot import NodeEntry, Root
 from zarrlake.types import ChunkCoords

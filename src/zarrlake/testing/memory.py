@@ -182,6 +182,16 @@ class _Commits:
             out += [("commit", c) for c in sorted(self.db.commits) if c.startswith(name)][:2]
         return out
 
+    def lookup_with_commits(
+        self, names: Mapping[str, bool]
+    ) -> tuple[
+        dict[str, list[tuple[str, str]]],
+        dict[str, tuple[CommitRecord, bytes | None, bytes | None]],
+    ]:
+        found = self.lookup_many(names)
+        ids = list(dict.fromkeys(c for hits in found.values() for _, c in hits))
+        return found, self.with_roots_and_changes(ids)
+
     def lookup_many(self, names: Mapping[str, bool]) -> dict[str, list[tuple[str, str]]]:
         return {name: self.lookup(name, prefix=prefix) for name, prefix in names.items()}
 
