@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -146,8 +148,14 @@ def now_column(dialect: str) -> sa.ColumnElement[float]:
     return sa.literal_column(expr, sa.Float).label("now")
 
 
-def upsert(table: sa.Table, dialect: str, update_cols: list[str]) -> Any:
-    """INSERT ... ON CONFLICT (primary key) DO UPDATE SET cols = excluded.cols."""
+def upsert(table: sa.Table, dialect: str, update_cols: Sequence[str]) -> Any:
+    """INSERT ... ON CONFLICT (primary key) DO UPDATE SET cols = excluded.cols (built once
+    per table, dialect and columns: a commit's nodes are stored with it)."""
+    return _upsert(table, dialect, tuple(update_cols))
+
+
+@functools.lru_cache(maxsize=64)
+def _upsert(table: sa.Table, dialect: str, update_cols: tuple[str, ...]) -> Any:
     ins: Any = sqlite.insert(table) if dialect == "sqlite" else postgresql.insert(table)
     pk = [c.name for c in table.primary_key.columns]
     return ins.on_conflict_do_update(

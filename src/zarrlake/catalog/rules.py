@@ -4,6 +4,7 @@ webhooks told of its events."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -140,37 +141,11 @@ class RuleQueries(Scoped):
         """Every check (the caller filters by event and branch pattern), the branch's
         protection and (with ``hooks``) the webhooks: one statement, as every commit asks.
         Without ``hooks``, ``zl_webhooks`` (which holds secrets) is not read."""
-        rid = self.repo_id
-        direct = sa.case((branch_rules.c.allow_direct, "1"), else_="0")
-        parts = [
-            sa.select(
-                sa.literal("c").label("k"),
-                checks.c.name,
-                checks.c.spec.label("a"),
-                checks.c.events.label("b"),
-                checks.c.branches.label("c"),
-            ).where(checks.c.repo_id == rid),
-            sa.select(
-                sa.literal("r").label("k"),
-                branch_rules.c.branch.label("name"),
-                branch_rules.c.required_checks.label("a"),
-                sa.cast(branch_rules.c.required_approvals, sa.Text).label("b"),
-                direct.label("c"),
-            ).where(branch_rules.c.repo_id == rid, branch_rules.c.branch == branch),
-        ]
-        if hooks:
-            parts.append(
-                sa.select(
-                    sa.literal("h").label("k"),
-                    sa.cast(webhooks.c.url, sa.Text).label("name"),
-                    webhooks.c.secret.label("a"),
-                    webhooks.c.events.label("b"),
-                    sa.literal("").label("c"),
-                ).where(webhooks.c.repo_id == rid)
-            )
-        q = sa.union_all(*parts)
         with self.db.read() as conn:
-            rows = conn.execute(q).all()
+            rows = conn.execute(
+                _FOR_BRANCH_HOOKS if hooks else _FOR_BRANCH,
+                {"p_repo": self.repo_id, "p_branch": branch},
+            ).all()
         specs = sorted(
             (CheckSpec.decode(r.name, r.a, r.b, r.c) for r in rows if r.k == "c"),
             key=lambda s: s.name,
@@ -190,3 +165,43 @@ class RuleQueries(Scoped):
             )
         )
         return BranchRules(tuple(specs), rule, found)
+
+
+def _for_branch_query(hooks: bool) -> Any:
+    """Checks, the branch's rule and (``hooks``) webhooks as rows ``(k, name, a, b, c)``."""
+    rid: Any = sa.bindparam("p_repo")
+    branch: Any = sa.bindparam("p_branch")
+    direct = sa.case((branch_rules.c.allow_direct, "1"), else_="0")
+    parts = [
+        sa.select(
+            sa.literal("c").label("k"),
+            checks.c.name,
+            checks.c.spec.label("a"),
+            checks.c.events.label("b"),
+            checks.c.branches.label("c"),
+        ).where(checks.c.repo_id == rid),
+        sa.select(
+            sa.literal("r").label("k"),
+            branch_rules.c.branch.label("name"),
+            branch_rules.c.required_checks.label("a"),
+            sa.cast(branch_rules.c.required_approvals, sa.Text).label("b"),
+            direct.label("c"),
+        ).where(branch_rules.c.repo_id == rid, branch_rules.c.branch == branch),
+    ]
+    if hooks:
+        parts.append(
+            sa.select(
+                sa.literal("h").label("k"),
+                sa.cast(webhooks.c.url, sa.Text).label("name"),
+                webhooks.c.secret.label("a"),
+                webhooks.c.events.label("b"),
+                sa.literal("").label("c"),
+            ).where(webhooks.c.repo_id == rid)
+        )
+    return sa.union_all(*parts)
+
+
+# Built once (the values go as parameters): every commit asks, and building the statement
+# cost more than running it.
+_FOR_BRANCH = _for_branch_query(False)
+_FOR_BRANCH_HOOKS = _for_branch_query(True)

@@ -83,7 +83,7 @@ class SessionQueries(Scoped):
                 "expires_at": now + expires_in,
                 "commit_id": None,
             }
-            conn.execute(sa.insert(sessions).values(**values))
+            conn.execute(_INSERT_SESSION, values)
             record = SessionRecord(
                 session_id, branch, base.id, author, isolation, "open", now, now + expires_in, None
             )
@@ -238,19 +238,12 @@ class SessionQueries(Scoped):
         ``raw`` ``key``) and the node's drop marker, by kind; with ``raw_key``, also the raw
         entry of that store key (a chunk written before its array)."""
         text = ",".join(map(str, coords)) if kind == "chunk" else key
-        this = sa.and_(
-            staged.c.path == path,
-            sa.or_(sa.and_(staged.c.kind == kind, staged.c.key == text), staged.c.kind == "drop"),
-        )
+        params = {"p_sid": session_id, "p_path": path, "p_kind": kind, "p_key": text}
+        q = _GET_STAGED
         if raw_key is not None:
-            this = sa.or_(
-                this,
-                sa.and_(staged.c.path == "", staged.c.kind == "raw", staged.c.key == raw_key),
-            )
+            q, params["p_raw"] = _GET_STAGED_OR_RAW, raw_key
         with self.db.read() as conn:
-            rows = conn.execute(
-                sa.select(staged).where(staged.c.session_id == session_id, this)
-            ).all()
+            rows = conn.execute(q, params).all()
         return {r.kind: staged_entry(r) for r in rows}
 
     def record_reads(self, session_id: str, items: Iterable[Read]) -> None:
@@ -269,3 +262,29 @@ class SessionQueries(Scoped):
                 sa.select(reads.c.path, reads.c.key).where(reads.c.session_id == session_id)
             ).all()
         return reads_from((r.path, r.key) for r in rows)
+
+
+# Statements built once (the values go as parameters): building one costs more than running it.
+_INSERT_SESSION = sa.insert(sessions)
+
+
+def _get_staged_query(raw: bool) -> Any:
+    this = sa.and_(
+        staged.c.path == sa.bindparam("p_path"),
+        sa.or_(
+            sa.and_(staged.c.kind == sa.bindparam("p_kind"), staged.c.key == sa.bindparam("p_key")),
+            staged.c.kind == "drop",
+        ),
+    )
+    if raw:  # the raw entry of the store key, too (a chunk written before its array)
+        this = sa.or_(
+            this,
+            sa.and_(
+                staged.c.path == "", staged.c.kind == "raw", staged.c.key == sa.bindparam("p_raw")
+            ),
+        )
+    return sa.select(staged).where(staged.c.session_id == sa.bindparam("p_sid"), this)
+
+
+_GET_STAGED = _get_staged_query(False)
+_GET_STAGED_OR_RAW = _get_staged_query(True)
