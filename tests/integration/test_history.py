@@ -91,7 +91,7 @@ def test_diff_backwards_is_the_mirror_image(make_repo: Callable[..., zarrlake.Re
     assert back["t"].attributes == (FieldChange("units", "K", ABSENT),)
 
 
-def test_a_diff_against_the_parent_reads_no_manifest(
+def test_a_diff_along_first_parents_reads_no_manifest(
     make_repo: Callable[..., zarrlake.Repo], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo = make_repo()
@@ -102,6 +102,9 @@ def test_a_diff_against_the_parent_reads_no_manifest(
     s = repo.writable_session()
     zarr.open_array(s.store, path="t", mode="r+")[20:24] = 7
     third = s.commit("one more")
+    s = repo.writable_session()
+    zarr.open_array(s.store, path="t", mode="r+")[20:24] = 8  # chunk 5 again
+    fourth = s.commit("chunk 5 again")
     reader = LakeProbe(repo).reader
 
     def no_manifest(*args: object) -> None:
@@ -111,10 +114,12 @@ def test_a_diff_against_the_parent_reads_no_manifest(
         monkeypatch.setattr(reader, name, no_manifest)
     assert _chunks(repo.diff(first, second)["t"]) == EXPECTED_T
     assert repo.diff(second, first)["t"].chunks_added == {(0,)}
+    assert repo.diff(first, third)["t"].chunks_changed == {(1,), (5,)}  # two commits apart
+    assert repo.diff(third, first)["t"].chunks_added == {(0,)}
     with pytest.raises(AssertionError, match="a manifest was read"):
-        repo.diff(first, third)  # two commits apart: the manifests are compared
+        repo.diff(second, fourth)  # whether chunk 5 ended as it began takes its content
     monkeypatch.undo()
-    assert repo.diff(first, third)["t"].chunks_changed == {(1,), (5,)}
+    assert repo.diff(second, fourth)["t"].chunks_changed == {(5,)}
 
 
 def test_resize_diff_shows_shape_and_dropped_chunks(

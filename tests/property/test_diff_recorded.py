@@ -1,5 +1,6 @@
-"""The diff of a commit against its first parent, read from the commit's change set, is exactly
-the diff of the two manifests, both ways round, over generated histories: chunks written,
+"""The diff of two commits along first parents (a commit and its parent, or a few apart), read
+from the change sets of the commits between, is exactly the diff of the two manifests, both
+ways round, over generated histories: chunks written,
 rewritten with the same bytes, deleted (fill value), arrays resized, deleted, recreated with
 another number of dimensions, replaced by a group, attributes, and merges."""
 
@@ -111,6 +112,9 @@ def _shape(d: Diff) -> object:
 @example(steps=[[("doc_group",)]])  # an array became a group
 @example(steps=[[("write", 0, 0), ("write", 1, 1)]])  # a chunk removed, one rewritten as it was
 @example(steps=[[("delete",)], [("write", 2, 3)]])  # an array deleted, then made again
+# a chunk back as it was, and one added then removed, while another chunk changed
+@example(steps=[[("write", 0, 2)], [("write", 0, 3), ("write", 1, 1)], [("write", 0, 2)]])
+@example(steps=[[("write", 3, 0)], [("write", 3, 1), ("write", 4, 1)], [("write", 3, 0)]])
 def test_a_commit_against_its_parent_diffs_as_its_manifests_do(
     tmp_path_factory: pytest.TempPathFactory, steps: list[list[tuple[Any, ...]]]
 ) -> None:
@@ -122,13 +126,12 @@ def test_a_commit_against_its_parent_diffs_as_its_manifests_do(
     for n, step in enumerate(steps):
         _apply(repo, step, n)
     core = open_core(repo.config)
-    for info in repo.log("main"):
-        if not info.parents:
-            continue
-        child, parent = info.id, info.parents[0]
-        (_, rp), (_, rc) = commit_roots(core, parent, child)
-        forward = diff_roots(rp, rc, core.reader)
-        backward = diff_roots(rc, rp, core.reader)
-        assert _shape(repo.diff(parent, child)) == _shape(forward)
-        assert _shape(repo.diff(child, parent)) == _shape(backward)
-        event(f"chunks in the diff: {min(sum(n.n_chunks for n in forward), 3)}+")
+    chain = [info.id for info in repo.log("main")]  # first parents, newest first
+    for i, newer in enumerate(chain):
+        for older in chain[i + 1 : i + 5]:
+            (_, ro), (_, rn) = commit_roots(core, older, newer)
+            forward = diff_roots(ro, rn, core.reader)
+            backward = diff_roots(rn, ro, core.reader)
+            assert _shape(repo.diff(older, newer)) == _shape(forward)
+            assert _shape(repo.diff(newer, older)) == _shape(backward)
+            event(f"chunks in the diff: {min(sum(n.n_chunks for n in forward), 3)}+")

@@ -182,5 +182,12 @@ class CatalogReader:
             elif kind == "index" and data[:1] != b"{":  # old flat indexes can be large
                 self._small.put(("i", h), ManifestIndex.decode(data))
 
+    def prefetch_changes(self, hashes: Sequence[bytes]) -> None:
+        """Load the change sets not cached yet in one query per few hundred."""
+        missing = [h for h in dict.fromkeys(hashes) if not self._small.has(("c", h))]
+        if missing:
+            for h, (_kind, data) in self.nodes.get_many(missing).items():
+                self._small.put(("c", h), ChangeSet.decode(data))
+
     def changes(self, h: bytes) -> ChangeSet:
         return self._small.get(("c", h), lambda: ChangeSet.decode(self._blob(h)))  # type: ignore[no-any-return]

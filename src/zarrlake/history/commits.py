@@ -8,6 +8,7 @@ from zarrlake.core import RepoCore
 from zarrlake.errors import NotFoundError
 from zarrlake.history.refs import resolve_with_commits
 from zarrlake.model import Root
+from zarrlake.model.changes import ChangeSet
 from zarrlake.model.diff import Diff, diff_roots
 from zarrlake.model.graph import merge_base as _walk_merge_base
 from zarrlake.model.records import CommitRecord
@@ -85,8 +86,10 @@ def _with_roots(
 def diff(core: RepoCore, a: str, b: str) -> Diff:
     """What changed from ref ``a`` to ref ``b``.
 
-    When one is the other's first parent, the chunks come from the child's change set (no
-    manifest is read); otherwise the manifests are compared, skipping what they share.
+    When one is a first-parent ancestor of the other (at most :data:`DIFF_CHAIN` commits
+    apart), the chunks come from the change sets of the commits between (no manifest is
+    read), except for a node they cannot answer for; otherwise the manifests are compared,
+    skipping what they share.
     """
     (ca, cb), found = resolve_with_commits(core, a, b)
     rows = {}
@@ -94,12 +97,41 @@ def diff(core: RepoCore, a: str, b: str) -> Diff:
         rows[c] = (row, root)
         if changes_data is not None and row.changes_hash is not None:
             core.reader.prime(row.changes_hash, "changes", changes_data)
-    rec_a, rec_b = rows[ca][0] if ca in rows else None, rows[cb][0] if cb in rows else None
-    changes, reverse = None, False
-    if rec_b is not None and rec_b.parent_id == ca and rec_b.changes_hash is not None:
-        changes = core.reader.changes(rec_b.changes_hash)
-    elif rec_a is not None and rec_a.parent_id == cb and rec_a.changes_hash is not None:
-        changes, reverse = core.reader.changes(rec_a.changes_hash), True
-    exact = changes is not None and changes.exact
+    if ca not in rows or cb not in rows:
+        _with_roots(core, (ca, cb), rows)  # raises NotFoundError naming the missing one
+    chain, reverse = _first_parent_path(core, rows[ca][0], rows[cb][0])
+    changes: list[ChangeSet] = []
+    if chain:
+        hashes = [c.changes_hash for c in chain if c.changes_hash is not None]
+        if len(hashes) == len(chain):
+            core.reader.prefetch_changes(hashes)
+            changes = [core.reader.changes(h) for h in hashes]
+    exact = bool(changes) and all(cs.exact for cs in changes)
     (_, ra), (_, rb) = _with_roots(core, (ca, cb), rows, manifests=not exact)
     return diff_roots(ra, rb, core.reader, labels=(ca, cb), changes=changes, reverse=reverse)
+
+
+# How far apart (in commits along first parents) two commits may be for a diff to read their
+# change sets instead of comparing manifests.
+DIFF_CHAIN = 64
+
+
+def _first_parent_path(
+    core: RepoCore, a: CommitRecord, b: CommitRecord
+) -> tuple[list[CommitRecord], bool]:
+    """The commits from the older of ``a`` and ``b`` to the other along first parents,
+    oldest first, and whether ``a`` is the newer; ``[]`` if neither is a first-parent
+    ancestor of the other within :data:`DIFF_CHAIN` commits."""
+    if b.parent_id == a.id:
+        return [b], False
+    if a.parent_id == b.id:
+        return [a], True
+    older, newer, reverse = (a, b, False) if a.generation < b.generation else (b, a, True)
+    steps = newer.generation - older.generation
+    if a.id == b.id or not 2 <= steps <= DIFF_CHAIN:
+        return [], False
+    chain = core.catalog.commits.ancestry(newer.id, steps + 1)
+    ids = [c.id for c in chain]
+    if older.id not in ids:
+        return [], False  # not along first parents (a merge in between, or other lines)
+    return chain[: ids.index(older.id)][::-1], reverse

@@ -4,7 +4,7 @@ first parent, as the commit's change set records them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -168,18 +168,19 @@ def chunk_sets(
 _NONE: ChunkSets = (frozenset(), frozenset(), frozenset(), frozenset())
 
 
-def recorded_sets(changes: ChangeSet, path: str, reverse: bool) -> ChunkSets | None:
-    """A node's chunk sets as an exact change set records them (``reverse``: from the commit
-    back to its parent); ``None`` where it does not know them."""
-    nc = changes.nodes.get(path)
-    if nc is None:
-        return _NONE
-    if nc.deleted or nc.kinds is None:
-        return None  # the node's old chunks are not listed
+def recorded_sets(changes: Sequence[ChangeSet], path: str, reverse: bool) -> ChunkSets | None:
+    """A node's chunk sets as exact change sets record them: those of the commits from one
+    version to the other along first parents, oldest first (``reverse``: read from the newer
+    version back to the older). ``None`` where they do not say: a change set that does not
+    know, or a chunk present on both sides that more than one commit touched (whether it
+    ended as it began takes its content)."""
+    kinds = _composed(changes, path)
+    if kinds is None:
+        return None
     out: tuple[set[ChunkCoords], ...] = (set(), set(), set(), set())
     added, removed = (REMOVED, ADDED) if reverse else (ADDED, REMOVED)
     virtual = VIRTUAL_BEFORE if reverse else VIRTUAL_AFTER
-    for c, k in nc.kinds.items():
+    for c, k in kinds.items():
         kind = k & 3
         if kind == added:
             out[0].add(c)
@@ -190,6 +191,37 @@ def recorded_sets(changes: ChangeSet, path: str, reverse: bool) -> ChunkSets | N
         if k & virtual and kind != removed:
             out[3].add(c)
     return frozenset(out[0]), frozenset(out[1]), frozenset(out[2]), frozenset(out[3])
+
+
+def _composed(changes: Sequence[ChangeSet], path: str) -> Mapping[ChunkCoords, int] | None:
+    """How each chunk of ``path`` changed across ``changes`` (oldest first), or ``None``."""
+    if len(changes) == 1:  # the common case: a commit against its parent
+        nc = changes[0].nodes.get(path)
+        if nc is None:
+            return {}
+        return None if nc.deleted else nc.kinds
+    merged: dict[ChunkCoords, int] = {}
+    for cs in changes:
+        nc = cs.nodes.get(path)
+        if nc is None:
+            continue
+        if nc.deleted or nc.kinds is None:
+            return None  # the node's old chunks are not listed
+        for c, k in nc.kinds.items():
+            was = merged.get(c)
+            if was is None:
+                merged[c] = k
+                continue
+            before, after = (was & 3) != ADDED, (k & 3) != REMOVED
+            if before and after:
+                return None  # changed, or back to what it was: only the content can tell
+            if after:
+                merged[c] = ADDED | (k & VIRTUAL_AFTER)
+            elif before:
+                merged[c] = REMOVED | (was & VIRTUAL_BEFORE)
+            else:
+                del merged[c]  # added, then removed again
+    return merged
 
 
 def _full_compare(ia: ManifestIndex, ib: ManifestIndex, reader: SnapshotReader) -> ChunkSets:

@@ -10,7 +10,7 @@ way round) needs no manifest at all: its change set says how each chunk changed.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -431,17 +431,18 @@ def diff_roots(
     reader: SnapshotReader,
     *,
     labels: tuple[str | None, str | None] = (None, None),
-    changes: ChangeSet | None = None,
+    changes: Sequence[ChangeSet] = (),
     reverse: bool = False,
 ) -> Diff:
     """Everything that differs between two snapshots.
 
     Unchanged nodes (equal metadata and manifest hashes) and unchanged shards (equal hashes)
-    are skipped without being loaded. ``changes`` is the change set of ``after`` against
-    ``before`` (``reverse``: of ``before`` against ``after``); where it is exact, chunks are
-    read from it and no manifest is loaded.
+    are skipped without being loaded. ``changes`` are the change sets of the commits from
+    ``before`` to ``after`` along first parents, oldest first (``reverse``: from ``after``
+    to ``before``); where they are exact, chunks are read from them and no manifest is
+    loaded.
     """
-    known = changes if changes is not None and changes.exact else None
+    known = changes if changes and all(cs.exact for cs in changes) else None
     nodes = []
     for path in sorted(set(before.nodes) | set(after.nodes)):
         a, b = before.nodes.get(path), after.nodes.get(path)
