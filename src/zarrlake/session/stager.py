@@ -108,7 +108,13 @@ class Stager:
             self.pending.append((op, fut))
             if isinstance(op, PutRows):
                 self.bulk_rows += len(op.rows)
-            self._wake()
+            # Wake the writer thread only when it has something new to do: the first operation
+            # of an empty queue, a full batch, a parked queue, or no thread. Otherwise it is
+            # writing a batch or lingering for company, and looks at the queue when it is done:
+            # waking it for every chunk cost a thread switch per write.
+            n = len(self.pending)
+            if n == 1 or n >= self.MAX_BATCH or self.parked or self.thread is None:
+                self._wake()
         return fut
 
     def flush(self) -> None:

@@ -409,8 +409,10 @@ class WritableSession(Session):
     async def write(self, key: str, data: bytes | memoryview) -> None:
         if self._core.objects.async_io:
             await self._stage([await self._prepare_write_async(key, data)])
-        else:
-            await self._stage([await asyncio.to_thread(self._prepare_write, key, data)])
+        else:  # the worker thread that stores the chunk queues its row: zarr's loop only waits
+            fut = await asyncio.to_thread(lambda: self._submit(self._prepare_write(key, data)))
+            if self.durable:
+                await asyncio.wrap_future(fut)
 
     async def delete(self, key: str) -> None:
         await self._stage([await asyncio.to_thread(self._prepare_delete, key)])
