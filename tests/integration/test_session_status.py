@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -86,3 +87,28 @@ def test_three_hundred_commits_leave_a_handful_of_sessions_alive(
     abandoned.abandon()
     assert live_sessions() - before <= 3
     assert all(k.state == "committed" for k in kept)
+
+
+def _stager_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name == "zarrlake-stager"}
+
+
+def test_a_closed_session_leaves_no_thread_behind(
+    make_repo: Callable[..., zarrlake.Repo],
+) -> None:
+    repo = make_repo()
+    s = repo.writable_session()
+    zarr.open_group(s.store, mode="w").create_array("a", shape=(8,), chunks=(1,), dtype="i4")
+    s.commit("array")
+    before = _stager_threads()
+    for i in range(20):  # committed and abandoned sessions, one after the other
+        s = repo.writable_session()
+        zarr.open_array(s.store, path="a", mode="r+")[i % 8] = i + 1
+        if i % 4 == 3:
+            s.abandon()
+        else:
+            s.commit(f"write {i}")
+    deadline = time.monotonic() + 2.0  # a thread ends once it sees its session closed
+    while _stager_threads() - before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not _stager_threads() - before

@@ -78,6 +78,7 @@ class Stager:
         self.bulk_rows = 0  # rows of PutRows operations queued or being written
         self.waiters = 0
         self.error: BaseException | None = None  # of the last failed batch
+        self.closing = False
         self.failures = 0  # batches failed so far
         self.parked = False  # a write-behind batch failed: wait for a submit or flush to retry
         self.thread: threading.Thread | None = None
@@ -132,6 +133,13 @@ class Stager:
             if self.failures != failures and self.error is not None:
                 raise self.error
 
+    def close(self) -> None:
+        """The session is closed here: the thread ends once the queue is empty, instead of
+        idling for seconds (a process committing many sessions would hold a thread each)."""
+        with self.cond:
+            self.closing = True
+            self.cond.notify_all()
+
     def _wake(self) -> None:
         """Under ``cond``: have the queue written (again, after a failure)."""
         self.parked = False
@@ -145,7 +153,7 @@ class Stager:
         with self.cond:
             if self.parked:
                 return [], True
-            if not self.pending:
+            if not self.pending and not self.closing:
                 self.cond.wait(timeout=1.0)
             deadline = time.monotonic() + self.LINGER
             while self.write_behind and 0 < len(self.pending) < self.MAX_BATCH and not self.waiters:
@@ -223,7 +231,7 @@ class Stager:
             batch, seal = self._take()
             if not batch:
                 idle += 1
-                if idle >= 5 or self.parked:
+                if idle >= 5 or self.parked or self.closing:
                     with self.cond:
                         # decided under the lock that submit() takes, so an operation queued
                         # now either is seen here or starts a new thread

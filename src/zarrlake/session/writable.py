@@ -123,6 +123,7 @@ class WritableSession(Session):
         self._on_close.append(callback)
 
     def _closed_now(self) -> None:
+        self._stager.close()
         for callback in self._on_close:
             callback(self)
         self._on_close.clear()
