@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -18,6 +20,7 @@ from zarrlake.model import (
     changes_from_staged,
     iter_manifest,
 )
+from zarrlake.model.changes import ADDED, CHANGED, REMOVED, VIRTUAL_AFTER, VIRTUAL_BEFORE
 from zarrlake.model.manifest import SHARD_TARGET, content_hash
 
 
@@ -456,3 +459,29 @@ def test_rewriting_the_same_bytes_with_a_checksum_is_no_change(
     assert manifest[c0] == with_crc  # the checksum is kept for later reads
     assert manifest[c2] == moved
     assert result.root.raw["extra/other"].crc == 5
+
+
+def test_a_change_set_keeps_how_each_chunk_changed() -> None:
+    kinds = {(0, 1): ADDED | VIRTUAL_AFTER, (2, 0): CHANGED | VIRTUAL_BEFORE, (5, 5): REMOVED}
+    nodes = {
+        "a": NodeChange(chunks=frozenset(kinds), node_type="array", kinds=kinds),
+        "g": NodeChange(attrs=frozenset({"x"}), kinds={}),
+    }
+    back = ChangeSet.decode(ChangeSet(nodes, exact=True).encode())
+    assert back.exact
+    assert back.nodes["a"].kinds == kinds
+    assert back.nodes["g"].kinds == {}  # known: no chunk changed
+    unknown = ChangeSet({"a": NodeChange(chunks=frozenset(kinds))}).encode()
+    assert ChangeSet.decode(unknown).nodes["a"].kinds is None
+    assert not ChangeSet.decode(unknown).exact
+
+
+def test_a_change_set_whose_chunk_kinds_do_not_match_its_chunks_is_corrupt() -> None:
+    two = {(0,): ADDED, (1,): ADDED}
+    doc = json.loads(ChangeSet({"a": NodeChange(chunks=frozenset(two), kinds=two)}).encode())
+    one = json.loads(
+        ChangeSet({"a": NodeChange(chunks=frozenset({(0,)}), kinds={(0,): ADDED})}).encode()
+    )
+    doc["nodes"]["a"]["m"] = one["nodes"]["a"]["m"]
+    with pytest.raises(CatalogError, match="change set is corrupt: 1 chunk kinds for 2 chunks"):
+        ChangeSet.decode(json.dumps(doc).encode())

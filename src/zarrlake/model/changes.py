@@ -34,6 +34,7 @@ from zarrlake.types import ChunkCoords
 __all__ = [
     "ADDED",
     "CHANGED",
+    "KIND_MASK",
     "REMOVED",
     "VIRTUAL_AFTER",
     "VIRTUAL_BEFORE",
@@ -94,7 +95,7 @@ class StagedState:
 # plus a flag for each side whose content is a virtual reference.
 ADDED, CHANGED, REMOVED = 1, 2, 3
 VIRTUAL_AFTER, VIRTUAL_BEFORE = 4, 8
-_KIND = 3  # the mask of the first three
+KIND_MASK = 3  # the bits that hold which of the first three
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ import numpy as np
 from zarrlake.model.changes import (
     ADDED,
     CHANGED,
+    KIND_MASK,
     REMOVED,
     VIRTUAL_AFTER,
     VIRTUAL_BEFORE,
@@ -181,7 +182,7 @@ def recorded_sets(changes: Sequence[ChangeSet], path: str, reverse: bool) -> Chu
     added, removed = (REMOVED, ADDED) if reverse else (ADDED, REMOVED)
     virtual = VIRTUAL_BEFORE if reverse else VIRTUAL_AFTER
     for c, k in kinds.items():
-        kind = k & 3
+        kind = k & KIND_MASK
         if kind == added:
             out[0].add(c)
         elif kind == CHANGED:
@@ -212,7 +213,7 @@ def _composed(changes: Sequence[ChangeSet], path: str) -> Mapping[ChunkCoords, i
             if was is None:
                 merged[c] = k
                 continue
-            before, after = (was & 3) != ADDED, (k & 3) != REMOVED
+            before, after = (was & KIND_MASK) != ADDED, (k & KIND_MASK) != REMOVED
             if before and after:
                 return None  # changed, or back to what it was: only the content can tell
             if after:
