@@ -47,7 +47,15 @@ def serving(*args: str) -> Iterator[str]:
         yield m.group(1)
     finally:
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(30) == 0
+        try:
+            code = proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()  # say what the server was doing instead of only that it did not stop
+            _, err = proc.communicate()
+            pytest.fail(
+                f"zarrlake serve did not stop within 30 s of Ctrl-C; stderr:\n{err[-3000:]}"
+            )
+        assert code == 0
 
 
 def test_serve_a_directory(tmp_path: Path) -> None:
