@@ -113,8 +113,13 @@ class SessionQueries(Scoped):
         )
         if not include_closed:
             q = q.where(sessions.c.status == "open")
+        # SQLite's clock has millisecond steps, and a session opens in less: sessions opened
+        # in one step are ordered by insertion (writes are serialized, so it is their order)
+        tie = (
+            sa.literal_column("zl_sessions.rowid") if self.db.dialect == "sqlite" else sessions.c.id
+        )
         with self.db.read() as conn:
-            rows = conn.execute(q.order_by(sessions.c.created_at, sessions.c.id)).all()
+            rows = conn.execute(q.order_by(sessions.c.created_at, tie)).all()
         return [session_record(r).info(float(r.now)) for r in rows]
 
     def check(self, conn: sa.Connection, session_id: str) -> tuple[SessionRecord, float]:

@@ -29,6 +29,10 @@ def fill(repo: zarrlake.Repo) -> str:
     return commit
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @contextmanager
 def serving(*args: str) -> Iterator[str]:
     """``zarrlake serve ARGS --port 0`` in a process of its own; yields the URL it prints."""
@@ -38,6 +42,9 @@ def serving(*args: str) -> Iterator[str]:
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        # Ctrl-C must reach the server even if something in this test process left SIGINT
+        # ignored (an ignored signal is inherited through exec, so Ctrl-C would never stop it)
+        preexec_fn=_default_sigint,
     )
     try:
         assert proc.stdout is not None
