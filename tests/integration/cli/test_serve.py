@@ -31,6 +31,7 @@ def fill(repo: zarrlake.Repo) -> str:
 
 def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 @contextmanager
@@ -43,7 +44,7 @@ def serving(*args: str) -> Iterator[str]:
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
         # Ctrl-C must reach the server even if something in this test process left SIGINT
-        # ignored (an ignored signal is inherited through exec, so Ctrl-C would never stop it)
+        # ignored or blocked (both are inherited through exec: Ctrl-C would never stop it)
         preexec_fn=_default_sigint,
     )
     try:
