@@ -8,7 +8,7 @@ from zarrlake.core import RepoCore
 from zarrlake.errors import NotFoundError
 from zarrlake.history.refs import resolve_with_commits
 from zarrlake.model import Root
-from zarrlake.model.changes import ChangeSet
+from zarrlake.model.changes import ChangeSet, all_exact
 from zarrlake.model.diff import Diff, diff_roots
 from zarrlake.model.graph import merge_base as _walk_merge_base
 from zarrlake.model.records import CommitRecord
@@ -106,8 +106,7 @@ def diff(core: RepoCore, a: str, b: str) -> Diff:
         if len(hashes) == len(chain):
             core.reader.prefetch_changes(hashes)
             changes = [core.reader.changes(h) for h in hashes]
-    exact = bool(changes) and all(cs.exact for cs in changes)
-    (_, ra), (_, rb) = _with_roots(core, (ca, cb), rows, manifests=not exact)
+    (_, ra), (_, rb) = _with_roots(core, (ca, cb), rows, manifests=not all_exact(changes))
     return diff_roots(ra, rb, core.reader, labels=(ca, cb), changes=changes, reverse=reverse)
 
 

@@ -44,6 +44,7 @@ __all__ = [
     "SnapshotReader",
     "StagedNode",
     "StagedState",
+    "all_exact",
     "build_snapshot",
     "changes_from_staged",
     "iter_manifest",
@@ -206,6 +207,12 @@ class ChangeSet:
                 kinds=kinds,
             )
         return cls(nodes, frozenset(doc["raw"]), bool(doc.get("x")))
+
+
+def all_exact(changes: Sequence[ChangeSet]) -> bool:
+    """Whether ``changes`` (those of a line of commits) are some, and all exact: then a diff
+    across them needs no manifest, except for a node they cannot answer for."""
+    return bool(changes) and all(cs.exact for cs in changes)
 
 
 def _pack(arr: np.ndarray) -> str:
@@ -401,7 +408,7 @@ def _apply_chunks(
         if len(old) == 0:
             for f, r in ups.items():
                 if r is not None:
-                    changed[join_coords(pos, f, shard_shape)] = ADDED | _virtual(r, VIRTUAL_AFTER)
+                    changed[join_coords(pos, f, shard_shape)] = _kind_of(None, r)
         else:
             for f, r in ups.items():
                 was = old.get(f)

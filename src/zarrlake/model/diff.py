@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from zarrlake.model.changes import ChangeSet, SnapshotReader
+from zarrlake.model.changes import ChangeSet, SnapshotReader, all_exact
 from zarrlake.model.chunkdiff import (
     ChunkSets,
     chunk_sets,
@@ -442,7 +442,7 @@ def diff_roots(
     to ``before``); where they are exact, chunks are read from them and no manifest is
     loaded.
     """
-    known = changes if changes and all(cs.exact for cs in changes) else None
+    known = changes if all_exact(changes) else None
     nodes = []
     for path in sorted(set(before.nodes) | set(after.nodes)):
         a, b = before.nodes.get(path), after.nodes.get(path)
