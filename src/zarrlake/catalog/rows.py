@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 import zarrlake.catalog.dialect as dia
 from zarrlake.catalog.schema import commits, refs
+from zarrlake.errors import CatalogError
 from zarrlake.model.manifest import ChunkRef
 from zarrlake.model.records import CommitRecord, SessionRecord, StagedEntry
 from zarrlake.model.virtual import VirtualSource
@@ -97,6 +98,13 @@ def staged_entry(r: Any, sources: dict[str, VirtualSource] | None = None) -> Sta
     query naming one source share one record."""
     _, path, kind, key, h, length, inline, pack, offset, crc, source = r
     ref = None
+    if kind == "vrefs":  # a batch: its shard in ``inline``, the shard shape in ``source``
+        if h is None or inline is None:
+            raise CatalogError(f"a staged batch of {path!r} at {key!r} is corrupt")
+        ref = ChunkRef(bytes(h), int(length), bytes(inline))
+        return StagedEntry(path, "vrefs", _text_coords(key), source or "", ref)
+    if kind == "vshape":  # the shard shape of an array's batches, in ``source``
+        return StagedEntry(path, "vshape", (), source or "")
     if h is not None and source is not None:
         src = None if sources is None else sources.get(source)
         if src is None:
@@ -120,7 +128,9 @@ def staged_entry(r: Any, sources: dict[str, VirtualSource] | None = None) -> Sta
 
 def staged_key(e: StagedEntry) -> str:
     """The ``key`` column of an entry."""
-    return _coords_text(e.coords) if e.kind == "chunk" else e.key
+    if e.kind == "vshape":
+        return ""
+    return _coords_text(e.coords) if e.kind in ("chunk", "vrefs") else e.key
 
 
 def staged_values(session_id: str, entries: Iterable[StagedEntry]) -> list[dict[str, Any]]:
@@ -128,7 +138,7 @@ def staged_values(session_id: str, entries: Iterable[StagedEntry]) -> list[dict[
     encoded: dict[VirtualSource, str] = {}  # each source's record written once per call
     for e in entries:
         ref = e.ref
-        source = None
+        source = e.key if e.kind in ("vrefs", "vshape") else None  # a batch's shard shape
         if ref is not None and ref.source is not None:
             source = encoded.get(ref.source)
             if source is None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import sqlalchemy as sa
 
 import zarrlake.catalog.dialect as dia
+from zarrlake.catalog.batches import stage_batches
 from zarrlake.catalog.db import Scoped
 from zarrlake.catalog.nodes import put_nodes
 from zarrlake.catalog.rows import (
@@ -185,7 +187,10 @@ class SessionQueries(Scoped):
                     sa.delete(staged).where(
                         staged.c.session_id == session_id,
                         sa.or_(
-                            sa.and_(staged.c.path == path, staged.c.kind.in_(("meta", "chunk"))),
+                            sa.and_(
+                                staged.c.path == path,
+                                staged.c.kind.in_(("meta", "chunk", "vrefs", "vshape")),
+                            ),
                             sa.and_(staged.c.path == "", staged.c.kind == "raw", under),
                         ),
                     )
@@ -195,9 +200,16 @@ class SessionQueries(Scoped):
                     self.db.upsert_staged,
                     staged_values(session_id, [StagedEntry(p, "drop") for p in drops]),
                 )
-            if entries:
-                dia.execute_many(conn, self.db.upsert_staged, staged_values(session_id, entries))
+            # in order: a chunk staged before a batch that covers it goes, one after stays
+            for is_batch, run in itertools.groupby(entries, lambda e: e.kind == "vrefs"):
+                if is_batch:
+                    stage_batches(conn, session_id, list(run), self._write_staged)
+                else:
+                    self._write_staged(conn, staged_values(session_id, list(run)))
             crash_point("stage.in_tx")
+
+    def _write_staged(self, conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
+        dia.execute_many(conn, self.db.upsert_staged, rows)
 
     def replace_staged(self, session_id: str, entries: Sequence[StagedEntry], base: str) -> None:
         """Replace all staged entries of a session and move its base (after a rebase)."""
@@ -238,15 +250,20 @@ class SessionQueries(Scoped):
         coords: ChunkCoords = (),
         key: str = "",
         raw_key: str | None = None,
+        batch: ChunkCoords | None = None,
     ) -> dict[str, StagedEntry]:
         """The staged entry of one key (a node's ``meta``, a ``chunk`` at ``coords``, or a
         ``raw`` ``key``) and the node's drop marker, by kind; with ``raw_key``, also the raw
-        entry of that store key (a chunk written before its array)."""
+        entry of that store key (a chunk written before its array); the shard shape of the
+        node's batches of virtual references (``vshape``), and with ``batch``, the batch
+        staged at that shard position."""
         text = ",".join(map(str, coords)) if kind == "chunk" else key
         params = {"p_sid": session_id, "p_path": path, "p_kind": kind, "p_key": text}
-        q = _GET_STAGED
+        if batch is not None:
+            params["p_batch"] = ",".join(map(str, batch))
         if raw_key is not None:
-            q, params["p_raw"] = _GET_STAGED_OR_RAW, raw_key
+            params["p_raw"] = raw_key
+        q = _GET_STAGED[raw_key is not None, batch is not None]
         with self.db.read() as conn:
             rows = conn.execute(q, params).all()
         return {r.kind: staged_entry(r) for r in rows}
@@ -273,14 +290,16 @@ class SessionQueries(Scoped):
 _INSERT_SESSION = sa.insert(sessions)
 
 
-def _get_staged_query(raw: bool) -> Any:
-    this = sa.and_(
-        staged.c.path == sa.bindparam("p_path"),
-        sa.or_(
-            sa.and_(staged.c.kind == sa.bindparam("p_kind"), staged.c.key == sa.bindparam("p_key")),
-            staged.c.kind == "drop",
-        ),
-    )
+def _get_staged_query(raw: bool, batch: bool) -> Any:
+    alternatives = [
+        sa.and_(staged.c.kind == sa.bindparam("p_kind"), staged.c.key == sa.bindparam("p_key")),
+        staged.c.kind.in_(("drop", "vshape")),
+    ]
+    if batch:
+        alternatives.append(
+            sa.and_(staged.c.kind == "vrefs", staged.c.key == sa.bindparam("p_batch"))
+        )
+    this = sa.and_(staged.c.path == sa.bindparam("p_path"), sa.or_(*alternatives))
     if raw:  # the raw entry of the store key, too (a chunk written before its array)
         this = sa.or_(
             this,
@@ -291,5 +310,6 @@ def _get_staged_query(raw: bool) -> Any:
     return sa.select(staged).where(staged.c.session_id == sa.bindparam("p_sid"), this)
 
 
-_GET_STAGED = _get_staged_query(False)
-_GET_STAGED_OR_RAW = _get_staged_query(True)
+_GET_STAGED = {
+    (raw, batch): _get_staged_query(raw, batch) for raw in (False, True) for batch in (False, True)
+}

@@ -114,9 +114,10 @@ def publish_commit(
     if gate.hooks:
         deliver(gate.hooks, event, _event_payload(core, branch, row, result.changes))
     for h, (kind, data) in blobs.items():
-        if kind != "root":
+        if kind not in ("root", "changes"):
             reader.prime(h, kind, data)
     reader.prime_root(result.root_hash, result.root)
+    reader.prime_changes(ch, result.changes)
     return BuiltCommit(row.id, result.root)
 
 

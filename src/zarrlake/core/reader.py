@@ -92,6 +92,10 @@ class CatalogReader:
         elif kind == "changes":
             self._small.get(("c", h), lambda: ChangeSet.decode(data))
 
+    def prime_changes(self, h: bytes, changes: ChangeSet) -> None:
+        """Seed the cache with a change set this process just built and stored."""
+        self._small.get(("c", h), lambda: changes)
+
     def prime_root(self, h: bytes, root: Root) -> None:
         """Seed the cache with a decoded snapshot root."""
         self._small.get(("r", h), lambda: root)

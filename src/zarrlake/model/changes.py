@@ -12,11 +12,13 @@ import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Protocol
 
 import numpy as np
 
 from zarrlake.errors import CatalogError
+from zarrlake.model.batches import batch_coords, expand_batch
 from zarrlake.model.index import ManifestIndex, NodeLoader
 from zarrlake.model.manifest import (
     ChunkRef,
@@ -75,6 +77,20 @@ class StagedNode:
     dropped: bool = False
     meta: bytes | None = None
     chunks: dict[ChunkCoords, ChunkRef | None] = field(default_factory=dict)
+    # virtual references staged a shard at a time (:mod:`zarrlake.model.batches`): shard
+    # position -> its entries, positions taken with ``batch_shape``; ``chunks`` win over them
+    batches: dict[ChunkCoords, Shard] = field(default_factory=dict)
+    batch_shape: tuple[int, ...] = ()
+
+    def all_chunks(self) -> dict[ChunkCoords, ChunkRef | None]:
+        """``chunks`` with the batches' entries under them, as one mapping."""
+        if not self.batches:
+            return self.chunks
+        out: dict[ChunkCoords, ChunkRef | None] = {}
+        for pos, shard in self.batches.items():
+            out.update(expand_batch(pos, shard, self.batch_shape))
+        out.update(self.chunks)
+        return out
 
 
 @dataclass(slots=True)
@@ -84,6 +100,17 @@ class StagedState:
 
     def is_empty(self) -> bool:
         return not self.nodes and not self.raw
+
+    def expanded(self) -> StagedState:
+        """The same changes with every batch expanded into chunks (for the consumers that
+        look at staged chunks one by one: conflicts, rebases, listings)."""
+        if not any(sn.batches for sn in self.nodes.values()):
+            return self
+        nodes = {
+            p: StagedNode(sn.dropped, sn.meta, sn.all_chunks()) if sn.batches else sn
+            for p, sn in self.nodes.items()
+        }
+        return StagedState(nodes, dict(self.raw))
 
     def node(self, path: str) -> StagedNode:
         sn = self.nodes.get(path)
@@ -157,13 +184,12 @@ class ChangeSet:
                 item["a"] = sorted(c.attrs)
             if c.node_type:
                 item["t"] = c.node_type
-            order = sorted(c.chunks)
-            if order:
-                arr = np.array(order, dtype="<i8")
+            arr, kinds = _sorted_chunks(c)
+            if len(arr):
                 ndim = arr.shape[1] if arr.ndim == 2 else 0
                 item["k"] = [len(c.chunks), ndim, _pack(arr)]
-            if c.kinds is not None:
-                item["m"] = _pack(np.array([c.kinds[k] for k in order], np.uint8))
+            if kinds is not None:
+                item["m"] = _pack(kinds)
             out[path] = item
         doc: dict[str, object] = {"v": 1, "nodes": out, "raw": sorted(self.raw)}
         if self.exact:
@@ -209,6 +235,26 @@ class ChangeSet:
         return cls(nodes, frozenset(doc["raw"]), bool(doc.get("x")))
 
 
+def _sorted_chunks(c: NodeChange) -> tuple[np.ndarray, np.ndarray | None]:
+    """(the coordinates of ``c``'s chunks in order, one row each; their kinds in the same
+    order, or ``None``), sorted by numpy rather than as tuples."""
+    kinds = None
+    if c.kinds is not None and c.kinds.keys() == c.chunks:
+        keys = list(c.kinds)
+        kinds = np.fromiter(c.kinds.values(), np.uint8, len(keys))
+    else:
+        keys = list(c.chunks)
+        if c.kinds is not None:
+            kinds = np.fromiter(map(c.kinds.__getitem__, keys), np.uint8, len(keys))
+    if not keys:
+        return np.empty(0, "<i8"), kinds
+    ndim = len(keys[0])
+    flat = chain.from_iterable(keys)
+    arr = np.fromiter(flat, "<i8", len(keys) * ndim).reshape(len(keys), ndim)
+    order = np.lexsort(arr.T[::-1]) if arr.shape[1] else np.arange(len(keys))
+    return arr[order], None if kinds is None else kinds[order]
+
+
 def all_exact(changes: Sequence[ChangeSet]) -> bool:
     """Whether ``changes`` (those of a line of commits) are some, and all exact: then a diff
     across them needs no manifest, except for a node they cannot answer for."""
@@ -237,6 +283,7 @@ def changes_from_staged(base: Root, staged: StagedState, reader: SnapshotReader)
 
     Every staged chunk counts as written, even if its bytes equal the base's.
     """
+    staged = staged.expanded()
     nodes: dict[str, NodeChange] = {}
     for path, sn in staged.nodes.items():
         old = base.nodes.get(path)
@@ -301,10 +348,13 @@ def build_snapshot(base: Root, staged: StagedState, reader: SnapshotReader) -> B
             # chunks staged before the metadata changed the number of dimensions are keys
             # the array no longer has: no read finds them, and the commit drops them
             chunks = {c: r for c, r in sn.chunks.items() if len(c) == nm.ndim}
-            if index is not None and not chunks:
+            batches = sn.batches if len(sn.batch_shape) == nm.ndim else {}
+            if index is not None and not chunks and not batches:
                 manifest = current.manifest if current is not None else None
             else:
-                manifest, kinds = _apply_chunks(index, nm, chunks, reader, blobs)
+                manifest, kinds = _apply_chunks(
+                    index, nm, chunks, reader, blobs, batches, sn.batch_shape
+                )
             if index is None and current is not None and current.manifest is not None:
                 kinds = None  # the number of dimensions changed: every old chunk is gone
         elif current is not None and current.manifest is not None:
@@ -365,7 +415,10 @@ def claim_raw_chunks(base: Root, staged: StagedState, reader: SnapshotReader) ->
             arrays[path] = nm
     if not arrays:
         return staged
-    nodes = {p: StagedNode(sn.dropped, sn.meta, dict(sn.chunks)) for p, sn in staged.nodes.items()}
+    nodes = {
+        p: StagedNode(sn.dropped, sn.meta, dict(sn.chunks), sn.batches, sn.batch_shape)
+        for p, sn in staged.nodes.items()
+    }
     out = StagedState(nodes, {})
     for key, ref in staged.raw.items():
         found = chunk_owner(key, arrays.get)
@@ -373,8 +426,17 @@ def claim_raw_chunks(base: Root, staged: StagedState, reader: SnapshotReader) ->
             out.raw[key] = ref
             continue
         sn = out.node(found[0])
-        sn.chunks.setdefault(found[1], ref)
+        if not _in_batch(sn, found[1]):  # a batch staged as the array's chunks wins, too
+            sn.chunks.setdefault(found[1], ref)
     return out
+
+
+def _in_batch(sn: StagedNode, coords: ChunkCoords) -> bool:
+    if not sn.batches or len(coords) != len(sn.batch_shape):
+        return False
+    pos, flat = split_coords(coords, sn.batch_shape)
+    shard = sn.batches.get(pos)
+    return shard is not None and shard.get(flat) is not None
 
 
 def _apply_chunks(
@@ -383,16 +445,26 @@ def _apply_chunks(
     updates: Mapping[ChunkCoords, ChunkRef | None],
     reader: SnapshotReader,
     blobs: dict[bytes, tuple[str, bytes]],
+    batches: Mapping[ChunkCoords, Shard] | None = None,
+    batch_shape: tuple[int, ...] = (),
 ) -> tuple[bytes | None, dict[ChunkCoords, int]]:
-    """The new manifest, and how each chunk whose content changed changed (``kinds``)."""
-    if not updates:
+    """The new manifest, and how each chunk whose content changed changed (``kinds``).
+    ``batches``: virtual references staged a shard at a time (positions of ``batch_shape``),
+    under ``updates``."""
+    if not updates and not batches:
         return None, {}
-    shard_shape = (
-        index.shard_shape if index is not None else shard_shape_for(nm.grid_shape, nm.ndim)
-    )
+    if index is not None:
+        shard_shape = index.shard_shape
+    elif batches:  # a new array takes the shape its references were staged with
+        shard_shape = batch_shape
+    else:
+        shard_shape = shard_shape_for(nm.grid_shape, nm.ndim)
     shard_grid = _shard_grid(nm.grid_shape, shard_shape)
     if index is None:
         index = ManifestIndex.empty(shard_shape, shard_grid)
+    direct: dict[ChunkCoords, Shard] = {}
+    if batches:
+        updates, direct = _take_batches(index, updates, batches, batch_shape, reader)
     by_shard: dict[ChunkCoords, dict[int, ChunkRef | None]] = defaultdict(dict)
     for coords, ref in updates.items():
         pos, flat = split_coords(coords, shard_shape)
@@ -424,12 +496,50 @@ def _apply_chunks(
         if h != old_hash:
             blobs[h] = ("shard", data)
             new_hashes[pos] = h
+    for pos, shard in direct.items():  # a new shard, as staged: nothing to merge it with
+        data = shard.encode()
+        h = content_hash(data)
+        blobs[h] = ("shard", data)
+        new_hashes[pos] = h
+        changed.update(dict.fromkeys(batch_coords(pos, shard, shard_shape), _ADDED_VIRTUAL))
     if not new_hashes and index.is_tree:
         return (_store_index(index, blobs) if index.top else None), changed
     updated = index.updated(new_hashes, reader, blobs, shard_grid=shard_grid)
     if updated is None:
         return None, changed
     return _store_index(updated, blobs), changed
+
+
+_ADDED_VIRTUAL = ADDED | VIRTUAL_AFTER
+
+
+def _take_batches(
+    index: ManifestIndex,
+    updates: Mapping[ChunkCoords, ChunkRef | None],
+    batches: Mapping[ChunkCoords, Shard],
+    batch_shape: tuple[int, ...],
+    reader: SnapshotReader,
+) -> tuple[Mapping[ChunkCoords, ChunkRef | None], dict[ChunkCoords, Shard]]:
+    """(the staged chunks with the batches that must be merged expanded under them, the
+    batches that become new shards as they are): a batch at a position where the base has
+    a shard, or where a staged chunk falls, is merged the usual way; so is every batch taken
+    with another shard shape than the array's."""
+    shape = index.shard_shape
+    if batch_shape != shape:
+        merged: dict[ChunkCoords, ChunkRef | None] = {}
+        for pos, shard in batches.items():
+            merged.update(expand_batch(pos, shard, batch_shape))
+        return {**merged, **updates}, {}
+    taken = {split_coords(c, shape)[0] for c in updates}
+    existing = index.shards_at(batches, reader)
+    extra: dict[ChunkCoords, ChunkRef | None] = {}
+    direct: dict[ChunkCoords, Shard] = {}
+    for pos, shard in batches.items():
+        if pos in taken or pos in existing:
+            extra.update(expand_batch(pos, shard, shape))
+        elif len(shard):
+            direct[pos] = shard
+    return ({**extra, **updates} if extra else updates), direct
 
 
 def _virtual(ref: ChunkRef | None, flag: int) -> int:

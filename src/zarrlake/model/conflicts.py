@@ -179,8 +179,9 @@ def rebase_staged(
     documents to store.
     """
     new_blobs: dict[bytes, tuple[str, bytes]] = {}
+    conflicted = {c.path for c in conflicts}
     out = StagedState(
-        {p: StagedNode(sn.dropped, sn.meta, dict(sn.chunks)) for p, sn in staged.nodes.items()},
+        {p: _copy(sn, expand=p in conflicted) for p, sn in staged.nodes.items()},
         dict(staged.raw),
     )
     if solver == "theirs":
@@ -217,7 +218,7 @@ def rebase_staged(
                 and not sn.dropped
                 and head_node is None
                 and base_node is not None
-                and sn.chunks
+                and (sn.chunks or sn.batches)
             ):
                 # they deleted the node we wrote chunks into: ours wins, bring it back
                 sn.meta = base_node.meta
@@ -287,3 +288,11 @@ class _Missing:
 
 
 _MISSING: Any = _Missing()
+
+
+def _copy(sn: StagedNode, *, expand: bool) -> StagedNode:
+    """A copy of ``sn`` to rebase; its batches expanded into chunks where conflicts may
+    remove some of them."""
+    if expand and sn.batches:
+        return StagedNode(sn.dropped, sn.meta, sn.all_chunks())
+    return StagedNode(sn.dropped, sn.meta, dict(sn.chunks), sn.batches, sn.batch_shape)

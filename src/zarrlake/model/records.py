@@ -22,7 +22,7 @@ __all__ = [
     "StagedKind",
 ]
 
-StagedKind = Literal["meta", "drop", "chunk", "raw"]
+StagedKind = Literal["meta", "drop", "chunk", "raw", "vrefs", "vshape"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +97,10 @@ class StagedEntry:
 
     ``meta``: a node's metadata document (``ref.hash`` names it); ``drop``: the node is
     removed; ``chunk``: the chunk at ``coords`` of the array at ``path``; ``raw``: the store
-    key ``key``, not a Zarr node's (``path`` is ``""``). ``ref`` is ``None`` for a deleted
+    key ``key``, not a Zarr node's (``path`` is ``""``); ``vrefs``: virtual references staged
+    a shard at a time (:mod:`zarrlake.model.batches`), the shard at position ``coords`` of
+    shard shape ``key`` (its text), held inline in ``ref``; ``vshape``: the shard shape
+    (``key``) of every batch of the array at ``path``. ``ref`` is ``None`` for a deleted
     chunk or key (a tombstone) and for drops.
     """
 

@@ -138,7 +138,7 @@ def _collect(
             chunks = _chunks(base, staged, nodes, path, nm, refs)
             # staged chunks win over keys staged plain, which win over the base's
             sn = staged.nodes.get(path, StagedNode())
-            for coords, ref in {**claims.get(path, {}), **sn.chunks}.items():
+            for coords, ref in {**claims.get(path, {}), **sn.all_chunks()}.items():
                 if ref is not None and len(coords) == nm.ndim and nm.in_grid(coords):
                     chunks[coords] = ref
                 else:

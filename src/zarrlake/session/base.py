@@ -4,8 +4,10 @@ that a Zarr store reads through."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from zarrlake._optional import load
 from zarrlake.core import RepoCore
@@ -17,6 +19,7 @@ from zarrlake.model import (
     StagedState,
     build_snapshot,
 )
+from zarrlake.model.batches import batch_blob
 from zarrlake.model.diff import Diff, diff_roots
 from zarrlake.model.manifest import split_coords
 from zarrlake.model.metadata import chunk_owner
@@ -24,7 +27,7 @@ from zarrlake.model.overlay import Overlay
 from zarrlake.model.records import CommitRecord, StagedEntry
 from zarrlake.model.view import view_keys, view_nodes
 from zarrlake.session.keys import Target, meta_path
-from zarrlake.session.virtual import VirtualRef, plan_virtual
+from zarrlake.session.virtual import VirtualRef, batch_shape, plan_virtual, ref_columns
 from zarrlake.store import LakeStore
 from zarrlake.types import ChunkCoords, RepoConfig, validate_key
 
@@ -288,9 +291,50 @@ class Session(ABC):
 
         ``seen`` maps URLs to the versions zarrlake just read in a listing of their store
         (``import_zarr``), recorded instead of looking each source up again."""
-        rows = plan_virtual(self._core.sources, path, self._node_meta(path), refs, seen)
-        self._stage_rows(rows)
-        return len(rows)
+        nm = self._node_meta(path)
+        columns = _NO_REFS if nm is None else ref_columns(refs, nm.ndim)
+        return self.put_virtual_columns(path, *columns, seen=seen)
+
+    def put_virtual_columns(
+        self,
+        path: str,
+        coords: np.ndarray,
+        urls: Sequence[str],
+        offsets: np.ndarray,
+        lengths: np.ndarray,
+        *,
+        seen: Mapping[str, VirtualSource] | None = None,
+    ) -> int:
+        """:meth:`put_virtual_refs` of references given as columns: ``coords`` (one row of
+        chunk coordinates per reference), ``urls``, ``offsets`` and ``lengths``, without a
+        Python object per reference (a VirtualiZarr manifest's arrays go as they are).
+        Returns how many chunks were staged (a chunk named twice takes its last reference)."""
+        nm = self._node_meta(path)
+        shape = self._staged_batch_shape(path)
+        if shape is None:
+            shape = () if nm is None else self._batch_shape(path, nm)
+        rows = plan_virtual(
+            self._core.sources, path, nm, shape, (coords, urls, offsets, lengths), seen
+        )
+        self._stage_batches(path, rows)
+        return sum(_batch_len(r) for r in rows)
+
+    def _batch_shape(self, path: str, nm: NodeMeta) -> tuple[int, ...]:
+        """The shard shape references to the array at ``path`` are staged with."""
+        base = None if self._node_state(path)[1] else self._base_root.nodes.get(path)
+        return batch_shape(base, nm, self._core.reader)
+
+    def _guess_batch_shape(self, t: Target) -> tuple[int, ...] | None:
+        """The shard shape references to the chunk ``t`` are usually staged with."""
+        nm = self._node_meta(t.path) if t.kind == "chunk" else None
+        return None if nm is None else self._batch_shape(t.path, nm)
+
+    def _staged_batch_shape(self, path: str) -> tuple[int, ...] | None:
+        """The shard shape of the batches staged for ``path`` so far, if any."""
+        return None
+
+    def _stage_batches(self, path: str, rows: list[StagedEntry]) -> None:
+        raise ReadOnlyError(_READ_ONLY)
 
     def _stage_rows(self, rows: list[StagedEntry]) -> None:
         raise ReadOnlyError(_READ_ONLY)
@@ -298,3 +342,16 @@ class Session(ABC):
     def delete_sync(self, key: str) -> None:
         """Synchronous version of :meth:`delete`."""
         raise ReadOnlyError(_READ_ONLY)
+
+
+_NO_REFS: tuple[np.ndarray, list[str], np.ndarray, np.ndarray] = (
+    np.empty((0, 0), np.int64),
+    [],
+    np.empty(0, np.int64),
+    np.empty(0, np.int64),
+)
+
+
+def _batch_len(row: StagedEntry) -> int:
+    """How many references a staged batch holds (the count in its shard's header)."""
+    return int.from_bytes(batch_blob(row)[4:8], "little")

@@ -254,8 +254,8 @@ def rebase_onto(core: RepoCore, s: Staged, solver: Solver) -> str:
 
 
 def state_entries(state: StagedState) -> Iterable[StagedEntry]:
-    """The staged entries that stage ``state``."""
-    for path, sn in state.nodes.items():
+    """The staged entries that stage ``state`` (batches as the chunks they hold)."""
+    for path, sn in state.expanded().nodes.items():
         if sn.dropped:
             yield StagedEntry(path, "drop")
         if sn.meta is not None:

@@ -7,6 +7,8 @@ import functools
 import threading
 from concurrent.futures import Future
 
+from zarrlake.model.batches import batch_blob, batch_coords, text_shape
+from zarrlake.model.manifest import Shard
 from zarrlake.model.records import StagedEntry
 from zarrlake.types import ChunkCoords
 
@@ -60,6 +62,20 @@ class LocalRows:
             or (k[1] == "raw" and k[3].startswith(prefix))
         ]:
             del self._rows[k]
+
+    def drop_covered(self, path: str, batches: list[StagedEntry]) -> None:
+        """Forget the chunks of ``path`` that ``batches`` (staged after them) cover."""
+        with self._lock:
+            mine = [k for k in self._rows if k[0] == path and k[1] == "chunk"]
+            if not mine:
+                return
+            covered: set[ChunkCoords] = set()
+            for e in batches:
+                shard = Shard.decode(batch_blob(e))
+                covered.update(batch_coords(e.coords, shard, text_shape(e.key)))
+            for k in mine:
+                if k[2] in covered:
+                    del self._rows[k]
 
     def clear(self) -> None:
         self._rows.clear()

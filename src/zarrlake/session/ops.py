@@ -9,9 +9,17 @@ from dataclasses import dataclass
 
 from zarrlake.catalog.interface import Read
 from zarrlake.errors import InvalidInputError, InvalidKeyError
-from zarrlake.model import ChunkRef, NodeMeta, checksum, content_hash, parse_node_meta
+from zarrlake.model import (
+    ChunkRef,
+    NodeMeta,
+    StagedState,
+    checksum,
+    content_hash,
+    parse_node_meta,
+)
+from zarrlake.model.batches import batch_blob, text_shape
 from zarrlake.model.hashing import ChunkHasher
-from zarrlake.model.manifest import INLINE_LIMIT
+from zarrlake.model.manifest import INLINE_LIMIT, Shard
 from zarrlake.model.records import StagedEntry
 from zarrlake.objects import PACK_CHUNK_LIMIT
 from zarrlake.session.keys import Target
@@ -135,3 +143,25 @@ def node_states(entries: Iterable[StagedEntry]) -> dict[str, tuple[bytes | None,
             meta = e.ref.hash
         out[e.path] = (meta, dropped)
     return out
+
+
+def staged_state(entries: Iterable[StagedEntry]) -> StagedState:
+    """A session's staged changes from its staged entries."""
+    state = StagedState()
+    for r in entries:
+        if r.kind == "raw":
+            state.raw[r.key] = r.ref
+            continue
+        sn = state.node(r.path)
+        if r.kind == "drop":
+            sn.dropped = True
+        elif r.kind == "meta":
+            sn.meta = None if r.ref is None else r.ref.hash
+        elif r.kind == "vrefs":
+            sn.batches[r.coords] = Shard.decode(batch_blob(r))
+            sn.batch_shape = text_shape(r.key)
+        elif r.kind == "vshape":
+            sn.batch_shape = text_shape(r.key)
+        else:
+            sn.chunks[r.coords] = r.ref
+    return state

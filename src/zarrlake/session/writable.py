@@ -45,9 +45,11 @@ from zarrlake.session.ops import (
     packable,
     placed,
     plan_write,
+    staged_state,
 )
 from zarrlake.session.record import SessionMirror
 from zarrlake.session.stager import Stager
+from zarrlake.session.virtual import batch_position, staged_batch_ref, staged_shape
 from zarrlake.types import SessionInfo, from_epoch, validate_metadata, validate_text
 
 if TYPE_CHECKING:
@@ -224,16 +226,23 @@ class WritableSession(Session):
         raw_key = t.store_key if t.kind == "chunk" else None
         if raw_key is not None and (raw := self._local.get(("", "raw", (), raw_key))) is not None:
             return True, raw.ref
-        found = self._core.catalog.sessions.get_staged(
-            self.id, t.path, t.kind, t.coords, t.key, raw_key
+        guess, sessions = self._guess_batch_shape(t), self._core.catalog.sessions
+        found = sessions.get_staged(
+            self.id, t.path, t.kind, t.coords, t.key, raw_key, batch_position(t.coords, guess)
         )
-        for kind in (t.kind, "raw"):  # a raw row under a dropped node was staged after the drop
-            if kind in found:
-                return True, found[kind].ref
+        if t.kind in found:
+            return True, found[t.kind].ref
+        if (ref := staged_batch_ref(sessions, self.id, t.path, t.coords, guess, found)) is not None:
+            return True, ref
+        if "raw" in found:  # a raw row under a dropped node was staged after the drop
+            return True, found["raw"].ref
         # a drop hides the node's base chunks; a raw key's path "" is no node's
         if t.kind != "raw" and ("drop" in found or self._node_state(t.path)[1]):
             return True, None
         return False, None
+
+    def _staged_batch_shape(self, path: str) -> tuple[int, ...] | None:
+        return staged_shape(self._core.catalog.sessions, self.id, path)
 
     def _before_read(self, t: Target) -> None:
         if self.isolation == "serializable":
@@ -249,18 +258,7 @@ class WritableSession(Session):
         if not self._open():
             return state
         self._stager.flush()
-        for r in self._core.catalog.sessions.iter_staged(self.id):
-            if r.kind == "raw":
-                state.raw[r.key] = r.ref
-                continue
-            sn = state.node(r.path)
-            if r.kind == "drop":
-                sn.dropped = True
-            elif r.kind == "meta":
-                sn.meta = None if r.ref is None else r.ref.hash
-            else:
-                sn.chunks[r.coords] = r.ref
-        return state
+        return staged_state(self._core.catalog.sessions.iter_staged(self.id))
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -427,18 +425,17 @@ class WritableSession(Session):
         op = self._prepare_write(key, data)
         return lambda: self._submit(op).result()
 
-    BULK_ROWS = 5000  # rows of one bulk staging operation (virtual references)
+    BATCH_ROWS = 64  # batches of references (a shard's worth each) per staging operation
 
-    def _stage_rows(self, rows: list[StagedEntry]) -> None:
-        """Stage ``rows`` in operations of :attr:`BULK_ROWS`, each submitted once the one
-        before is durable: the catalog write of one overlaps the caller's work on the next,
-        and the rows held in memory stay bounded however many are staged."""
+    def _stage_batches(self, path: str, rows: list[StagedEntry]) -> None:
+        """Stage batches of references durably (the catalog answers reads of them), in
+        operations of :attr:`BATCH_ROWS`; chunks of ``path`` staged before that they cover
+        are forgotten here as in the catalog."""
         self.check_writable()
-        for start in range(0, len(rows), self.BULK_ROWS):
-            self._stager.wait_bulk(0)
-            fut = self._submit(PutRows(tuple(rows[start : start + self.BULK_ROWS])))
-            if self.durable:
-                fut.result()
+        for start in range(0, len(rows), self.BATCH_ROWS):
+            self._submit(PutRows(tuple(rows[start : start + self.BATCH_ROWS])))
+            self.flush()  # also what waits behind a pack held open for more chunks
+        self._local.drop_covered(path, rows)
 
     def write_sync(self, key: str, data: bytes | memoryview) -> None:
         fut = self._submit(self._prepare_write(key, data))

@@ -23,6 +23,7 @@ from zarrlake.errors import (
     SessionExpiredError,
 )
 from zarrlake.model import Root, content_hash
+from zarrlake.model.batches import stage_batch
 from zarrlake.model.graph import reach
 from zarrlake.model.hashing import DEFAULT_CONTENT_HASH, chunk_hasher
 from zarrlake.model.records import (
@@ -399,13 +400,16 @@ class _Sessions:
             for path in drops:
                 prefix = f"{path}/" if path else ""
                 for slot, e in list(staged.items()):
-                    if (e.path == path and e.kind in ("meta", "chunk")) or (
+                    if (e.path == path and e.kind in ("meta", "chunk", "vrefs", "vshape")) or (
                         e.kind == "raw" and e.key.startswith(prefix)
                     ):
                         del staged[slot]
                 staged[(path, "drop", (), "")] = StagedEntry(path, "drop")
             for e in entries:
-                staged[e.slot] = e
+                if e.kind == "vrefs":
+                    stage_batch(staged, e)
+                else:
+                    staged[e.slot] = e
 
     def replace_staged(self, session_id: str, entries: Sequence[StagedEntry], base: str) -> None:
         with self.db.lock:
@@ -433,10 +437,16 @@ class _Sessions:
         coords: ChunkCoords = (),
         key: str = "",
         raw_key: str | None = None,
+        batch: ChunkCoords | None = None,
     ) -> dict[str, StagedEntry]:
         staged = self.db.staged.get(session_id, {})
         out: dict[str, StagedEntry] = {}
-        for slot in ((path, kind, coords, key), (path, "drop", (), "")):
+        if kind == "vrefs":  # a batch asked for by its position's text
+            batch = tuple(int(x) for x in key.split(",")) if key else ()
+        for slot, e in staged.items():  # a batch's slot also holds its shape
+            if batch is not None and slot[:3] == (path, "vrefs", batch):
+                out["vrefs"] = e
+        for slot in ((path, kind, coords, key), (path, "drop", (), ""), (path, "vshape", (), "")):
             if slot in staged:
                 out[slot[1]] = staged[slot]
         if raw_key is not None and ("", "raw", (), raw_key) in staged:

@@ -33,7 +33,7 @@ from zarrlake.model import ChunkRef, Root, StagedState, build_snapshot, content_
 from zarrlake.model.manifest import INLINE_LIMIT, checksum
 from zarrlake.model.metadata import NodeMeta, format_chunk_key, parse_node_meta
 from zarrlake.model.records import CommitRecord, RefUpdate
-from zarrlake.session.virtual import plan_virtual
+from zarrlake.session.virtual import plan_chunks
 from zarrlake.types import new_commit_id, validate_name
 from zarrlake.virtual.zarr_import import check_codecs
 
@@ -256,8 +256,7 @@ class _Builder:
                 elif kind == _NATIVE:
                     native.append(coords)
             if virtual:
-                for row in plan_virtual(self.core.sources, path, nm, virtual):
-                    sn.chunks[row.coords] = row.ref
+                sn.chunks.update(plan_chunks(self.core.sources, path, nm, virtual))
                 self.referenced += len(virtual)
             keys = [prefix + format_chunk_key(c, nm.encoding) for c in native]
             datas = self.run(self._get_many(store, keys))

@@ -108,6 +108,57 @@ def _entries(manifest: Any) -> Iterator[tuple[tuple[int, ...], Mapping[str, Any]
         yield idx, entry
 
 
+Columns = tuple[np.ndarray, list[str], np.ndarray, np.ndarray]
+
+
+def _columns(manifest: Any) -> tuple[Columns | None, bool]:
+    """(the references of a VirtualiZarr ``ChunkManifest`` as columns (coordinates, URLs,
+    offsets, lengths), read from the arrays it keeps them in without an object per chunk,
+    or ``None`` if it keeps them otherwise; whether it holds chunks in memory)."""
+    paths = getattr(manifest, "_paths", None)
+    offsets = getattr(manifest, "_offsets", None)
+    lengths = getattr(manifest, "_lengths", None)
+    if not (
+        isinstance(paths, np.ndarray)
+        and isinstance(offsets, np.ndarray)
+        and isinstance(lengths, np.ndarray)
+        and paths.shape == offsets.shape == lengths.shape
+    ):
+        return None, True
+    inlined = paths == _INLINED
+    mask = (paths != "") & ~inlined
+    coords = np.stack(np.nonzero(mask), 1) if paths.ndim else np.zeros((int(mask), 0))
+    columns = (
+        coords.astype(np.int64),
+        [str(u) for u in paths[mask].tolist()],
+        offsets[mask].astype(np.int64),
+        lengths[mask].astype(np.int64),
+    )
+    return columns, bool(inlined.any())
+
+
+def _stage_refs(session: WritableSession, path: str, var: xr.Variable, offsets: list[int]) -> None:
+    """Stage the references of virtual variable ``var`` as the array at ``path``, its chunk
+    indices moved by ``offsets``; chunks VirtualiZarr holds in memory are written as such."""
+    manifest = var.data.manifest
+    columns, inlined = _columns(manifest)
+    refs: list[tuple[tuple[int, ...], str, int, int]] = []
+    for idx, entry in _entries(manifest) if inlined else ():
+        if columns is not None and entry["path"] != _INLINED:
+            continue  # in the columns
+        idx = tuple(i + o for i, o in zip(idx, offsets, strict=True))
+        if entry["path"] == _INLINED:
+            chunk_key = var.data.metadata.chunk_key_encoding.encode_chunk_key(idx)
+            session.write_sync(f"{path}/{chunk_key}", entry["data"])
+            continue
+        refs.append((idx, str(entry["path"]), int(entry["offset"]), int(entry["length"])))
+    if columns is None:
+        session.put_virtual_refs(path, refs)
+        return
+    coords, urls, starts, lengths = columns
+    session.put_virtual_columns(path, coords + np.array(offsets, np.int64), urls, starts, lengths)
+
+
 def write_virtual(
     ds: xr.Dataset,
     session: WritableSession,
@@ -143,16 +194,7 @@ def write_virtual(
             offsets[axis] = _appended(existing, var, axis, name)
         else:
             session.write_sync(f"{prefix}{name}/zarr.json", _meta_doc(var))
-        refs = []
-        for idx, entry in _entries(var.data.manifest):
-            if any(offsets):
-                idx = tuple(i + o for i, o in zip(idx, offsets, strict=True))
-            if entry["path"] == _INLINED:
-                chunk_key = var.data.metadata.chunk_key_encoding.encode_chunk_key(idx)
-                session.write_sync(f"{prefix}{name}/{chunk_key}", entry["data"])
-                continue
-            refs.append((idx, str(entry["path"]), int(entry["offset"]), int(entry["length"])))
-        session.put_virtual_refs(f"{prefix}{name}", refs)
+        _stage_refs(session, f"{prefix}{name}", var, offsets)
     attrs = _attrs(ds.attrs)
     coords = [str(c) for c in ds.coords if str(c) in virtual]
     if coords:
