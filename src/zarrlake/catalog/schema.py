@@ -12,7 +12,7 @@ from zarrlake.model.hashing import SHA256
 
 __all__ = ["SCHEMA_VERSION", "metadata", "tune_storage"]
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 metadata = sa.MetaData()
 
@@ -116,6 +116,9 @@ sessions = sa.Table(
 # (version 5) is a stored chunk's CRC32C, which reads check. A virtual chunk (version 6) has
 # its source record (JSON: URL, size, ETag or modification stamp) in source and its offset in
 # that source in pack_offset; its hash is the reference's identity, not an object's name.
+# Virtual references staged a shard at a time (version 10): "vrefs" (key = the shard position
+# "1,2,3", the shard's bytes in inline, the shard shape "4,5,6" in source) and "vshape" (key "",
+# the shard shape of all the node's batches, in source).
 staged = sa.Table(
     "zl_staged",
     metadata,

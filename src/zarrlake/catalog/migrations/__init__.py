@@ -22,6 +22,7 @@ from zarrlake.catalog.migrations import (
     v7_rules,
     v8_webhooks,
     v9_content_hash,
+    v10_staged_batches,
 )
 
 __all__ = ["MIGRATIONS", "run"]
@@ -35,6 +36,7 @@ _MODULES: tuple[ModuleType, ...] = (
     v7_rules,
     v8_webhooks,
     v9_content_hash,
+    v10_staged_batches,
 )
 
 # version -> (what it adds, the function upgrading a catalog from version - 1 to it)
