@@ -62,6 +62,7 @@ SOURCES = {
     7: "18f7ea3",
     8: "b4c21e8",
     9: "9a2f56f",
+    10: "a1006e5",
 }
 PLACEHOLDER = "@@STORAGE@@"
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"
