@@ -458,3 +458,31 @@ def serializable_increments(url: str, name: str, n: int) -> int:
             continue
         made += 1
     return made
+
+
+# -- children: virtual references staged a shard at a time -------------------------------------
+
+
+def stage_reference_rows(
+    url: str,
+    name: str,
+    session_id: str,
+    source: str,
+    rows: list[int],
+    slot: int,
+    crash: str,
+    start_at: float = 0.0,
+) -> None:
+    """Join session ``session_id`` and stage, with one ``put_virtual_columns`` call per row of
+    chunks, references of array ``v``'s chunks ``(row, 0..7)`` to span ``slot`` of ``source``
+    (16-byte chunks), from wall-clock time ``start_at`` on; with ``crash`` armed
+    (``point:n``), die there."""
+    if crash:
+        os.environ["ZARRLAKE_CRASH_AT"] = crash
+    s = open_repo(url, name).session(session_id)
+    s.put_virtual_columns("v", np.empty((0, 2), int), [], np.empty(0, int), np.empty(0, int))
+    time.sleep(max(0.0, start_at - time.time()))
+    for r in rows:
+        coords = np.array([(r, c) for c in range(8)])
+        offsets = np.full(8, slot * 16)
+        s.put_virtual_columns("v", coords, [source] * 8, offsets, np.full(8, 16))

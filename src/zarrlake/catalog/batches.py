@@ -19,7 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from zarrlake.catalog.rows import staged_values
-from zarrlake.catalog.schema import staged
+from zarrlake.catalog.schema import sessions, staged
 from zarrlake.model.batches import (
     batch_blob,
     batch_coords,
@@ -43,6 +43,9 @@ def stage_batches(
     write: Callable[[sa.Connection, list[dict[str, Any]]], None],
 ) -> None:
     """Stage ``entries`` (batches) in the transaction of ``conn``; ``write`` upserts rows."""
+    # one process of the session at a time merges batches: two reading the same position
+    # (or finding none) and writing it back would lose one's references
+    conn.execute(sa.select(sessions.c.id).where(sessions.c.id == session_id).with_for_update())
     by_path: dict[str, list[StagedEntry]] = defaultdict(list)
     for e in entries:
         by_path[e.path].append(e)
