@@ -82,12 +82,14 @@ def build_batch(
     lengths: np.ndarray,
     offsets: np.ndarray,
     source_ids: np.ndarray,
-    sources: Sequence[VirtualSource],
+    texts: Sequence[str],
+    sources: Sequence[VirtualSource] | None = None,
 ) -> Shard:
     """A shard of virtual entries from columns (``flat`` unique): entry ``i`` is
-    ``lengths[i]`` bytes at ``offsets[i]`` of ``sources[source_ids[i]]``, named by
-    ``hashes[i]`` (:func:`~zarrlake.model.virtual.virtual_hash`). Its sources table holds
-    the sources its entries name, in order of first use."""
+    ``lengths[i]`` bytes at ``offsets[i]`` of the source whose record is
+    ``texts[source_ids[i]]`` (``sources[source_ids[i]]``, if given), named by ``hashes[i]``
+    (:func:`~zarrlake.model.virtual.virtual_hash`). Its sources table holds the sources its
+    entries name, in order of first use."""
     order = np.argsort(flat, kind="stable")
     used, first = np.unique(source_ids[order], return_index=True)
     by_use = used[np.argsort(first, kind="stable")]
@@ -105,7 +107,8 @@ def build_batch(
         np.arange(n, dtype=np.uint64) * np.uint64(_ENTRY.itemsize),
         parts.tobytes(),
         None,
-        tuple(sources[i] for i in by_use.tolist()),
+        () if sources is None else tuple(sources[i] for i in by_use.tolist()),
+        tuple(texts[i] for i in by_use.tolist()),
     )
 
 
@@ -123,12 +126,12 @@ def _columns(shard: Shard) -> np.ndarray:
 
 def overlay(older: Shard, newer: Shard) -> Shard:
     """``older`` with ``newer``'s entries written over it (both batches: virtual entries
-    only), as one batch."""
+    only), as one batch. Sources are told apart by their records, never decoded."""
     old_cols, new_cols = _columns(older), _columns(newer)
-    table = {s: i for i, s in enumerate(older.sources)}
-    for s in newer.sources:
-        table.setdefault(s, len(table))
-    remap = np.array([table[s] for s in newer.sources], np.uint32)
+    table = {t: i for i, t in enumerate(older.source_texts)}
+    for t in newer.source_texts:
+        table.setdefault(t, len(table))
+    remap = np.array([table[t] for t in newer.source_texts], np.uint32)
     keep = ~np.isin(older.flat, newer.flat)
     new_src = remap[new_cols["src"]] if len(new_cols) else np.empty(0, np.uint32)
     return build_batch(

@@ -160,7 +160,7 @@ def chunk_sets(
         added.add(d.pos, d.after, d.added)
         changed.add(d.pos, d.after, d.changed)
         removed.add(d.pos, d.before, d.removed)
-        if d.after.sources:  # only shards with a sources table hold virtual entries
+        if d.after.has_sources:  # only shards with a sources table hold virtual entries
             new = np.concatenate([d.added, d.changed]).astype(np.int64)
             virtual.add(d.pos, d.after, new[d.after.kinds[new] == VIRTUAL])
     return added.coords(), changed.coords(), removed.coords(), virtual.coords()

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import google_crc32c
 import numpy as np
 
-from zarrlake.errors import CatalogError
+from zarrlake.errors import CatalogError, VirtualSourceError
 from zarrlake.model.virtual import VirtualSource
 from zarrlake.types import ChunkCoords
 
@@ -170,7 +170,18 @@ def join_coords(pos: ChunkCoords, flat: int, shard_shape: tuple[int, ...]) -> Ch
 class Shard:
     """An immutable block of chunk refs, keyed by flat index within the shard."""
 
-    __slots__ = ("blob", "crcs", "flat", "hashes", "kinds", "lengths", "offsets", "sources")
+    __slots__ = (
+        "_encoded",
+        "_sources",
+        "_texts",
+        "blob",
+        "crcs",
+        "flat",
+        "hashes",
+        "kinds",
+        "lengths",
+        "offsets",
+    )
 
     def __init__(
         self,
@@ -182,6 +193,8 @@ class Shard:
         blob: bytes,
         crcs: np.ndarray | None = None,
         sources: tuple[VirtualSource, ...] = (),
+        texts: tuple[str, ...] | None = None,
+        encoded: bytes | None = None,
     ) -> None:
         self.flat = flat  # int64[n], sorted
         self.hashes = hashes  # uint8[n, 32]
@@ -190,7 +203,11 @@ class Shard:
         # uint64[n]: offset in blob of inline bytes, a pack location or a source location
         self.offsets = offsets
         self.blob = blob
-        self.sources = sources  # what the virtual entries' source numbers index
+        # what the virtual entries' source numbers index: the sources, or their records as
+        # text (a decoded shard's), each made from the other when first asked for
+        self._sources: tuple[VirtualSource, ...] | None = sources if sources or not texts else None
+        self._texts = texts if texts else None
+        self._encoded = encoded  # what encode() gives, when decoded from it: kept, not redone
         # int64[n]: each chunk's checksum, or -1 where it has none
         self.crcs = np.full(len(flat), _NO_CRC, np.int64) if crcs is None else crcs
 
@@ -208,6 +225,27 @@ class Shard:
 
     def __len__(self) -> int:
         return int(self.flat.shape[0])
+
+    @property
+    def sources(self) -> tuple[VirtualSource, ...]:
+        """The sources the virtual entries name, by their source number."""
+        if self._sources is None:
+            try:
+                self._sources = tuple(VirtualSource.decode(t) for t in self._texts or ())
+            except VirtualSourceError as exc:
+                raise CatalogError(f"manifest shard is corrupt: its sources table ({exc})") from exc
+        return self._sources
+
+    @property
+    def source_texts(self) -> tuple[str, ...]:
+        """The records of :attr:`sources` as stored (merging shards compares these)."""
+        if self._texts is None:
+            self._texts = tuple(s.encode() for s in self._sources or ())
+        return self._texts
+
+    @property
+    def has_sources(self) -> bool:
+        return bool(self._texts or self._sources)
 
     def ref_at(self, i: int) -> ChunkRef:
         h = self.hashes[i].tobytes()
@@ -329,13 +367,15 @@ class Shard:
         )
 
     def encode(self) -> bytes:
+        if self._encoded is not None:
+            return self._encoded
         n = len(self)
         # shards without virtual entries keep the ZLS2 form (and so their hashes)
         tail = b""
         magic = _SHARD_MAGIC
-        if self.sources:
+        if self.has_sources:
             magic = _SHARD_V3
-            table = json.dumps([s.encode() for s in self.sources], separators=(",", ":"))
+            table = json.dumps(list(self.source_texts), separators=(",", ":"))
             tail = _SOURCES_LEN.pack(len(table)) + table.encode()
         return b"".join(
             [
@@ -359,9 +399,9 @@ class Shard:
             raise CatalogError("manifest shard is truncated") from exc
         width = {_SHARD_MAGIC: 65, _SHARD_V3: 65, _SHARD_V1: 57}.get(magic)
         end = _HEADER.size + n * (width or 0) + blob_len
-        sources: tuple[VirtualSource, ...] = ()
+        texts: tuple[str, ...] = ()
         if width is not None and magic == _SHARD_V3:
-            sources = _decode_sources(data, end)
+            texts = _decode_sources(data, end)
             end = len(data)
         if width is None or len(data) != end:
             raise CatalogError("manifest shard is corrupt or of an unknown format")
@@ -384,7 +424,7 @@ class Shard:
         if (
             n
             and (
-                kmax > (VIRTUAL if sources else PACKED)
+                kmax > (VIRTUAL if texts else PACKED)
                 # strictly increasing from a first index >= 0: every index is >= 0
                 or int(flat[0]) < 0
                 or (n > 1 and not (flat[1:] > flat[:-1]).all())
@@ -396,8 +436,10 @@ class Shard:
             raise CatalogError("manifest shard is corrupt: inconsistent entries")
         blob = bytes(data[o : o + blob_len])
         if kmax > OBJECT:  # only shards with located entries need their locations checked
-            _check_locations(kinds, offsets, lengths, blob, sources)
-        return cls(flat, hashes, lengths, kinds, offsets, blob, crcs, sources)
+            _check_locations(kinds, offsets, lengths, blob, len(texts))
+        # the same bytes encode() would write (but for the older form): kept, not copied
+        encoded = data if magic != _SHARD_V1 and isinstance(data, bytes) else None
+        return cls(flat, hashes, lengths, kinds, offsets, blob, crcs, texts=texts, encoded=encoded)
 
 
 def _check_locations(
@@ -405,10 +447,11 @@ def _check_locations(
     offsets: np.ndarray,
     lengths: np.ndarray,
     blob: bytes,
-    sources: tuple[VirtualSource, ...],
+    sources: int,
 ) -> None:
     """Refuse a shard whose inline, packed or virtual entries point outside its blob, or
-    whose virtual entries name no source (``kinds`` already checked to be known ones)."""
+    whose virtual entries name no source of the ``sources`` in its table (``kinds`` already
+    checked to be known ones)."""
     inline = kinds == INLINE
     ends = offsets + np.where(inline, lengths, _LOCATION_SIZE[kinds])
     if ((ends > len(blob)) & (kinds != OBJECT)).any():
@@ -419,7 +462,7 @@ def _check_locations(
     if len(at):  # every virtual entry's source number (its last 4 bytes), at once
         index = at[:, None] + np.arange(_VIRTUAL.size - 4, _VIRTUAL.size, dtype=np.int64)
         numbers = np.frombuffer(blob, np.uint8)[index].reshape(-1).view("<u4")
-        if int(numbers.max()) >= len(sources):
+        if int(numbers.max()) >= sources:
             raise CatalogError("manifest shard is corrupt: a virtual entry has no source")
 
 
@@ -441,8 +484,9 @@ def _gather_parts(
     return bytearray(np.frombuffer(blob, np.uint8)[index].tobytes()), at
 
 
-def _decode_sources(data: bytes, at: int) -> tuple[VirtualSource, ...]:
-    """The sources table of a ZLS3 shard, which starts at ``at``."""
+def _decode_sources(data: bytes, at: int) -> tuple[str, ...]:
+    """The records of the sources table of a ZLS3 shard, which starts at ``at`` (each
+    decoded when first needed, :attr:`Shard.sources`)."""
     try:
         (size,) = _SOURCES_LEN.unpack_from(data, at)
         text = data[at + _SOURCES_LEN.size : at + _SOURCES_LEN.size + size]
@@ -451,7 +495,9 @@ def _decode_sources(data: bytes, at: int) -> tuple[VirtualSource, ...]:
         items = json.loads(text)
         if not isinstance(items, list) or not items:
             raise ValueError("sources table is empty")
-        return tuple(VirtualSource.decode(x) for x in items)
+        if not all(isinstance(x, str) for x in items):
+            raise ValueError("a source record is not text")
+        return tuple(items)
     except (struct.error, ValueError, TypeError) as exc:
         raise CatalogError(f"manifest shard is corrupt: its sources table ({exc})") from exc
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
+import re
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ SCHEMES = ("file", "s3", "http", "https")
 """Where a virtual reference may point: local files, S3 objects, HTTP(S) resources."""
 
 _SPAN = struct.Struct("<QQ")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\\]")  # control characters and backslashes
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +117,7 @@ def normalize_url(url: str) -> str:
     passes names exactly the place it spells."""
     if not isinstance(url, str) or not url:
         raise _refuse(str(url), "it is not a non-empty string")
-    if any(ord(c) < 32 or c == "\x7f" for c in url) or "\\" in url:
+    if _CONTROL.search(url):
         raise _refuse(url, "it holds control characters or backslashes")
     given = url
     parts = urlsplit("file://" + url if url.startswith("/") else url)

@@ -252,6 +252,7 @@ def _batches(
     order = np.argsort(which, kind="stable")
     bounds = np.cumsum(np.bincount(which, minlength=len(keys)))
     text = shape_text(shape)
+    texts = [s.encode() for s in srcs]  # each source's record written once
     start = 0
     for g, end in enumerate(bounds.tolist()):
         rows = order[start:end][::-1]  # last first: a chunk named twice keeps its last
@@ -259,6 +260,6 @@ def _batches(
         _, first = np.unique(flat[rows], return_index=True)
         keep = rows[first]
         shard = build_batch(
-            flat[keep], hashes[keep], lengths[keep], offsets[keep], source_ids[keep], srcs
+            flat[keep], hashes[keep], lengths[keep], offsets[keep], source_ids[keep], texts, srcs
         )
         yield batch_entry(path, tuple(groups[g].tolist()), text, shard)

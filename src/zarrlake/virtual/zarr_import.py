@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BATCH", "check_codecs", "import_zarr", "store_url"]
 
-BATCH = 2000
+BATCH = 20_000
 """Chunks staged at a time (references, or copies read concurrently)."""
 
 _SUPPORTED_CODECS = frozenset(
