@@ -8,7 +8,8 @@ Run by hand (not part of the test suite; needs the ``bench`` group for Icechunk)
 1. ``--files`` NetCDF4 files of ``--chunks`` time steps each (one chunk per step), parsed once
    by VirtualiZarr; the same virtual dataset is then committed as references by
    ``vds.lake.commit`` and by ``vds.vz.to_icechunk`` + ``session.commit`` (the parsing, common
-   to both, is not timed);
+   to both, is not timed), each ``--repeat`` times into a fresh repo, the order alternating
+   (the median is shown);
 2. a point time series read through every file (one chunk of each step) with xarray, from
    each system;
 3. cold open: a fresh process opens the repository and the virtual dataset (lazily), timed
@@ -183,6 +184,7 @@ def main() -> None:
     ap.add_argument("--large-store", action="store_true", help="also import 10x --store-chunks")
     ap.add_argument("--imports-only", action="store_true", help="only the import_zarr part")
     ap.add_argument("--no-reads", action="store_true", help="leave out the reads (2. and 3.)")
+    ap.add_argument("--repeat", type=int, default=3, help="commits of each system (median)")
     args = ap.parse_args()
     scratch = args.keep or Path(tempfile.mkdtemp(prefix="zarrlake-bench-virtual-"))
     try:
@@ -197,21 +199,31 @@ def main() -> None:
         paths = make_files(folder, args.files, args.chunks)
         vds = virtual_dataset(paths)
 
-        lake = zarrlake.Repo.create(scratch / "lake", virtual_sources={str(folder): {}})
-        ic = icechunk_repo(scratch / "ice", folder)
-
-        def lake_commit() -> None:
-            vds.lake.commit("references", repo=lake, group="obs")
-
-        def ic_commit() -> None:
-            s = ic.writable_session("main")
-            vds.vz.to_icechunk(s.store, group="obs")
-            s.commit("references")
-
-        t_lake, _ = timed(lake_commit)
-        t_ic, _ = timed(ic_commit)
+        # each repeat commits into a fresh repo of each system, the order alternating, so
+        # that neither pays the process's first commit (warm-up) in every repeat
+        lakes: list[float] = []
+        ices: list[float] = []
+        for i in range(args.repeat):
+            for system in ("lake", "ice") if i % 2 == 0 else ("ice", "lake"):
+                if system == "lake":
+                    shutil.rmtree(scratch / "lake", ignore_errors=True)
+                    lake = zarrlake.Repo.create(scratch / "lake", virtual_sources={str(folder): {}})
+                    t = time.perf_counter()
+                    vds.lake.commit("references", repo=lake, group="obs")
+                    lakes.append(time.perf_counter() - t)
+                else:
+                    shutil.rmtree(scratch / "ice", ignore_errors=True)
+                    ic = icechunk_repo(scratch / "ice", folder)
+                    t = time.perf_counter()
+                    s = ic.writable_session("main")
+                    vds.vz.to_icechunk(s.store, group="obs")
+                    s.commit("references")
+                    ices.append(time.perf_counter() - t)
+        t_lake, t_ic = statistics.median(lakes), statistics.median(ices)
         print(f"commit references   zarrlake {t_lake:8.3f} s   icechunk {t_ic:8.3f} s   "
-              f"ratio {t_lake / t_ic:5.2f}x")  # fmt: skip
+              f"ratio {t_lake / t_ic:5.2f}x   (median of {args.repeat}; zarrlake "
+              f"{', '.join(f'{x:.3f}' for x in lakes)}; icechunk "
+              f"{', '.join(f'{x:.3f}' for x in ices)})")  # fmt: skip
 
         if args.no_reads:  # one chunk checked instead of the reads
             ds = zarrlake.open_dataset(lake, "main", group="obs")
