@@ -336,9 +336,6 @@ class Session(ABC):
     def _stage_batches(self, path: str, rows: list[StagedEntry]) -> None:
         raise ReadOnlyError(_READ_ONLY)
 
-    def _stage_rows(self, rows: list[StagedEntry]) -> None:
-        raise ReadOnlyError(_READ_ONLY)
-
     def delete_sync(self, key: str) -> None:
         """Synchronous version of :meth:`delete`."""
         raise ReadOnlyError(_READ_ONLY)

@@ -75,7 +75,6 @@ class Stager:
         self.cond = threading.Condition()
         self.pending: list[tuple[Op, Future[None]]] = []
         self.inflight = 0
-        self.bulk_rows = 0  # rows of PutRows operations queued or being written
         self.waiters = 0
         self.error: BaseException | None = None  # of the last failed batch
         self.closing = False
@@ -93,22 +92,10 @@ class Stager:
                     raise self.error
                 self.cond.wait(timeout=1.0)
 
-    def wait_bulk(self, limit: int) -> None:
-        """Back-pressure for bulk rows (:class:`PutRows`): wait until at most ``limit`` of
-        them are queued or being written; while they are parked after a failure, raise its
-        error. Callers must not hold a lock that completion callbacks take."""
-        with self.cond:
-            while self.bulk_rows > limit:
-                if self.parked and self.error is not None:
-                    raise self.error
-                self.cond.wait(timeout=1.0)
-
     def submit(self, op: Op) -> Future[None]:
         fut: Future[None] = Future()
         with self.cond:
             self.pending.append((op, fut))
-            if isinstance(op, PutRows):
-                self.bulk_rows += len(op.rows)
             # Wake the writer thread only when it has something new to do: the first operation
             # of an empty queue, a full batch, a parked queue, or no thread. Otherwise it is
             # writing a batch or lingering for company, and looks at the queue when it is done:
@@ -241,7 +228,6 @@ class Stager:
                     idle = 0
                 continue
             idle = 0
-            requeued = False
             try:
                 self._write([op for op, _ in batch], seal)
             except BaseException as exc:
@@ -251,7 +237,7 @@ class Stager:
                     if self.write_behind:
                         # nobody waits for these futures: keep the operations for another try
                         self.pending[:0] = batch
-                        self.parked = requeued = True
+                        self.parked = True
                 if not self.write_behind:
                     for _, fut in batch:
                         fut.set_exception(exc)
@@ -260,10 +246,6 @@ class Stager:
                     fut.set_result(None)
             with self.cond:
                 self.inflight = 0
-                if not requeued:
-                    self.bulk_rows -= sum(
-                        len(op.rows) for op, _ in batch if isinstance(op, PutRows)
-                    )
                 self.cond.notify_all()
 
 
