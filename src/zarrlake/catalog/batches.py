@@ -18,15 +18,14 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from zarrlake.catalog.rows import staged_values
+from zarrlake.catalog.rows import coords_text, staged_values
 from zarrlake.catalog.schema import sessions, staged
 from zarrlake.model.batches import (
-    batch_blob,
-    batch_coords,
     batch_entry,
-    expand_batch,
+    batch_shard,
+    entry_chunks,
+    entry_coords,
     overlay,
-    text_shape,
 )
 from zarrlake.model.manifest import Shard
 from zarrlake.model.records import StagedEntry
@@ -60,7 +59,7 @@ def stage_batches(
             out.append(StagedEntry(path, "vshape", (), shape))
         for e in items:
             if e.key != shape:  # another shape already: these references go as chunks
-                chunks = expand_batch(e.coords, Shard.decode(batch_blob(e)), text_shape(e.key))
+                chunks = entry_chunks(e)
                 out.extend(StagedEntry(path, "chunk", c, "", r) for c, r in chunks.items())
             else:
                 out.append(e)
@@ -86,7 +85,7 @@ def _merge_existing(
     """``batches``, each written over the batch staged before at its position."""
     if not batches:
         return []
-    keys = {",".join(map(str, e.coords)): e for e in batches}
+    keys = {coords_text(e.coords): e for e in batches}
     found: dict[str, bytes] = {}
     names = list(keys)
     for start in range(0, len(names), _IN):
@@ -100,11 +99,7 @@ def _merge_existing(
         if old is None:
             out.append(e)
             continue
-        out.append(
-            batch_entry(
-                e.path, e.coords, e.key, overlay(Shard.decode(old), Shard.decode(batch_blob(e)))
-            )
-        )
+        out.append(batch_entry(e.path, e.coords, e.key, overlay(Shard.decode(old), batch_shard(e))))
     return out
 
 
@@ -112,10 +107,7 @@ def _drop_covered(conn: sa.Connection, mine: Any, batches: list[StagedEntry]) ->
     """Remove the chunk rows at coordinates the batches cover (they were staged before)."""
     texts: list[str] = []
     for e in batches:
-        shard = Shard.decode(batch_blob(e))
-        texts.extend(
-            ",".join(map(str, c)) for c in batch_coords(e.coords, shard, text_shape(e.key))
-        )
+        texts.extend(map(coords_text, entry_coords(e)))
     for start in range(0, len(texts), _IN):
         conn.execute(
             sa.delete(staged).where(

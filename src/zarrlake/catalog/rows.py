@@ -24,6 +24,7 @@ __all__ = [
     "batches",
     "bound_head_query",
     "commit_record",
+    "coords_text",
     "head_query",
     "read_values",
     "reads_from",
@@ -84,7 +85,7 @@ def session_record(r: Any) -> SessionRecord:
     )
 
 
-def _coords_text(coords: ChunkCoords) -> str:
+def coords_text(coords: ChunkCoords) -> str:
     return ",".join(map(str, coords))
 
 
@@ -130,7 +131,7 @@ def staged_key(e: StagedEntry) -> str:
     """The ``key`` column of an entry."""
     if e.kind == "vshape":
         return ""
-    return _coords_text(e.coords) if e.kind in ("chunk", "vrefs") else e.key
+    return coords_text(e.coords) if e.kind in ("chunk", "vrefs") else e.key
 
 
 def staged_values(session_id: str, entries: Iterable[StagedEntry]) -> list[dict[str, Any]]:
@@ -173,7 +174,7 @@ def read_values(session_id: str, items: Iterable[Read]) -> list[dict[str, Any]]:
         if isinstance(item, str):
             path, key = "", "raw:" + item
         else:
-            path, key = item[0], "" if item[1] is None else _coords_text(item[1])
+            path, key = item[0], "" if item[1] is None else coords_text(item[1])
         out.append({"session_id": session_id, "path": path, "key": key})
     return out
 

@@ -17,6 +17,7 @@ from zarrlake.catalog.rows import (
     Read,
     bound_head_query,
     commit_record,
+    coords_text,
     read_values,
     reads_from,
     session_record,
@@ -257,10 +258,10 @@ class SessionQueries(Scoped):
         entry of that store key (a chunk written before its array); the shard shape of the
         node's batches of virtual references (``vshape``), and with ``batch``, the batch
         staged at that shard position."""
-        text = ",".join(map(str, coords)) if kind == "chunk" else key
+        text = coords_text(coords) if kind == "chunk" else key
         params = {"p_sid": session_id, "p_path": path, "p_kind": kind, "p_key": text}
         if batch is not None:
-            params["p_batch"] = ",".join(map(str, batch))
+            params["p_batch"] = coords_text(batch)
         if raw_key is not None:
             params["p_raw"] = raw_key
         q = _GET_STAGED[raw_key is not None, batch is not None]

@@ -21,16 +21,19 @@ from typing import Any
 import numpy as np
 
 from zarrlake.errors import CatalogError
-from zarrlake.model.manifest import VIRTUAL, ChunkRef, Shard, content_hash, join_coords
+from zarrlake.model.manifest import VIRTUAL, ChunkRef, Shard, content_hash
 from zarrlake.model.records import StagedEntry
 from zarrlake.model.virtual import VirtualSource
 from zarrlake.types import ChunkCoords
 
 __all__ = [
-    "batch_blob",
     "batch_coords",
     "batch_entry",
+    "batch_shard",
+    "batch_size",
     "build_batch",
+    "entry_chunks",
+    "entry_coords",
     "expand_batch",
     "overlay",
     "positions",
@@ -42,11 +45,21 @@ __all__ = [
 _ENTRY = np.dtype([("at", "<u8"), ("src", "<u4")])  # a virtual entry's part of the blob
 
 
-def batch_blob(e: StagedEntry) -> bytes:
+def _blob(e: StagedEntry) -> bytes:
     """The encoded shard a staged batch entry holds."""
     if e.kind != "vrefs" or e.ref is None or e.ref.inline is None:
         raise CatalogError(f"a staged batch of {e.path!r} at {e.coords} is corrupt")
     return e.ref.inline
+
+
+def batch_shard(e: StagedEntry) -> Shard:
+    """The shard a staged batch entry holds."""
+    return Shard.decode(_blob(e))
+
+
+def batch_size(e: StagedEntry) -> int:
+    """How many references a staged batch entry holds (without decoding its shard)."""
+    return Shard.count(_blob(e))
 
 
 def batch_entry(path: str, pos: ChunkCoords, shape: str, shard: Shard) -> StagedEntry:
@@ -157,15 +170,24 @@ def expand_batch(
     pos: ChunkCoords, shard: Shard, shape: tuple[int, ...]
 ) -> dict[ChunkCoords, ChunkRef | None]:
     """The batch at ``pos`` as staged chunks (coords -> ref)."""
-    if not shape:
-        return {(): shard.ref_at(0)} if len(shard) else {}
-    return {join_coords(pos, f, shape): ref for f, ref in shard.items()}
+    coords = batch_coords(pos, shard, shape)
+    return {c: shard.ref_at(i) for i, c in enumerate(coords)}
+
+
+def entry_coords(e: StagedEntry) -> list[ChunkCoords]:
+    """The chunk coordinates of every reference of the staged batch entry ``e``."""
+    return batch_coords(e.coords, batch_shard(e), text_shape(e.key))
+
+
+def entry_chunks(e: StagedEntry) -> dict[ChunkCoords, ChunkRef | None]:
+    """The staged batch entry ``e`` as staged chunks (coords -> ref)."""
+    return expand_batch(e.coords, batch_shard(e), text_shape(e.key))
 
 
 def stage_batch(staged: MutableMapping[Any, StagedEntry], e: StagedEntry) -> None:
     """Stage the batch ``e`` into ``staged`` (entries by :attr:`StagedEntry.slot`) as the
     catalog stages it (:mod:`zarrlake.catalog.batches`)."""
-    shard, shape = Shard.decode(batch_blob(e)), text_shape(e.key)
+    shard, shape = batch_shard(e), text_shape(e.key)
     known = staged.setdefault((e.path, "vshape", (), ""), StagedEntry(e.path, "vshape", (), e.key))
     if known.key != e.key:
         for c, r in expand_batch(e.coords, shard, shape).items():
@@ -175,5 +197,5 @@ def stage_batch(staged: MutableMapping[Any, StagedEntry], e: StagedEntry) -> Non
         staged.pop((e.path, "chunk", c, ""), None)
     old = staged.get(e.slot)
     if old is not None:
-        e = batch_entry(e.path, e.coords, e.key, overlay(Shard.decode(batch_blob(old)), shard))
+        e = batch_entry(e.path, e.coords, e.key, overlay(batch_shard(old), shard))
     staged[e.slot] = e

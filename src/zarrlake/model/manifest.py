@@ -391,6 +391,14 @@ class Shard:
             ]
         )
 
+    @staticmethod
+    def count(data: bytes) -> int:
+        """How many entries the encoded shard ``data`` holds, read from its header alone."""
+        try:
+            return int(_HEADER.unpack_from(data, 0)[1])
+        except struct.error as exc:
+            raise CatalogError("manifest shard is truncated") from exc
+
     @classmethod
     def decode(cls, data: bytes) -> Shard:
         try:

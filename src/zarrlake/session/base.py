@@ -19,7 +19,7 @@ from zarrlake.model import (
     StagedState,
     build_snapshot,
 )
-from zarrlake.model.batches import batch_blob
+from zarrlake.model.batches import batch_size
 from zarrlake.model.diff import Diff, diff_roots
 from zarrlake.model.manifest import split_coords
 from zarrlake.model.metadata import chunk_owner
@@ -317,7 +317,7 @@ class Session(ABC):
             self._core.sources, path, nm, shape, (coords, urls, offsets, lengths), seen
         )
         self._stage_batches(path, rows)
-        return sum(_batch_len(r) for r in rows)
+        return sum(map(batch_size, rows))
 
     def _batch_shape(self, path: str, nm: NodeMeta) -> tuple[int, ...]:
         """The shard shape references to the array at ``path`` are staged with."""
@@ -347,8 +347,3 @@ _NO_REFS: tuple[np.ndarray, list[str], np.ndarray, np.ndarray] = (
     np.empty(0, np.int64),
     np.empty(0, np.int64),
 )
-
-
-def _batch_len(row: StagedEntry) -> int:
-    """How many references a staged batch holds (the count in its shard's header)."""
-    return int.from_bytes(batch_blob(row)[4:8], "little")

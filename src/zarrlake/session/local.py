@@ -7,8 +7,7 @@ import functools
 import threading
 from concurrent.futures import Future
 
-from zarrlake.model.batches import batch_blob, batch_coords, text_shape
-from zarrlake.model.manifest import Shard
+from zarrlake.model.batches import entry_coords
 from zarrlake.model.records import StagedEntry
 from zarrlake.types import ChunkCoords
 
@@ -71,8 +70,7 @@ class LocalRows:
                 return
             covered: set[ChunkCoords] = set()
             for e in batches:
-                shard = Shard.decode(batch_blob(e))
-                covered.update(batch_coords(e.coords, shard, text_shape(e.key)))
+                covered.update(entry_coords(e))
             for k in mine:
                 if k[2] in covered:
                     del self._rows[k]

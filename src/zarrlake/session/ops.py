@@ -17,9 +17,9 @@ from zarrlake.model import (
     content_hash,
     parse_node_meta,
 )
-from zarrlake.model.batches import batch_blob, text_shape
+from zarrlake.model.batches import batch_shard, text_shape
 from zarrlake.model.hashing import ChunkHasher
-from zarrlake.model.manifest import INLINE_LIMIT, Shard
+from zarrlake.model.manifest import INLINE_LIMIT
 from zarrlake.model.records import StagedEntry
 from zarrlake.objects import PACK_CHUNK_LIMIT
 from zarrlake.session.keys import Target
@@ -158,7 +158,7 @@ def staged_state(entries: Iterable[StagedEntry]) -> StagedState:
         elif r.kind == "meta":
             sn.meta = None if r.ref is None else r.ref.hash
         elif r.kind == "vrefs":
-            sn.batches[r.coords] = Shard.decode(batch_blob(r))
+            sn.batches[r.coords] = batch_shard(r)
             sn.batch_shape = text_shape(r.key)
         elif r.kind == "vshape":
             sn.batch_shape = text_shape(r.key)

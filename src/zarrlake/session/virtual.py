@@ -16,10 +16,9 @@ from zarrlake.catalog.interface import SessionStore
 from zarrlake.errors import InvalidInputError, InvalidKeyError
 from zarrlake.model import ChunkRef, NodeMeta, SnapshotReader
 from zarrlake.model.batches import (
-    batch_blob,
     batch_entry,
     build_batch,
-    expand_batch,
+    entry_chunks,
     positions,
     shape_text,
     text_shape,
@@ -206,7 +205,7 @@ def plan_chunks(
     shape = shard_shape_for(nm.grid_shape, nm.ndim)
     out: dict[ChunkCoords, ChunkRef | None] = {}
     for row in plan_virtual(sources, path, nm, shape, ref_columns(refs, nm.ndim)):
-        out.update(expand_batch(row.coords, Shard.decode(batch_blob(row)), shape))
+        out.update(entry_chunks(row))
     return out
 
 
