@@ -103,6 +103,9 @@ class Repo(VirtualSourcesMixin, ReviewMixin):
         self.content_hash = core.hasher.name
         """The hash naming the repo's chunk objects, as recorded when it was created:
         ``"blake3"``, or ``"sha256"`` (repos made before schema 9, and those asked for it)."""
+        self.virtual_identity = core.virtual_identity
+        """What names the repo's virtual chunks, as recorded when it was created: ``"span"``,
+        or ``"sha256"`` (repos made before schema 11)."""
 
     # -- opening -------------------------------------------------------------------------------
 

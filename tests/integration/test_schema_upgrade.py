@@ -23,6 +23,7 @@ import zarrlake
 from tests.conftest import PG_URL, _need_postgres
 from tests.data.schemas import VERSIONS, expected, restored_postgres, unpack_sqlite
 from zarrlake.catalog import SCHEMA_VERSION
+from zarrlake.model import ChunkRef, virtual_hash
 from zarrlake.testing import LakeProbe
 
 CURRENT = SCHEMA_VERSION
@@ -110,8 +111,10 @@ def test_an_older_catalog_is_refused_unchanged_until_upgraded(old_catalog: str, 
     assert (done.before, done.after) == (version, CURRENT)
     assert done.applied == list(range(version + 1, CURRENT + 1))
     repo = zarrlake.Repo.open(catalog=old_catalog)
-    # its objects keep their names: SHA-256 before version 9, the default since
+    # its objects keep their names: SHA-256 before version 9, the default since; and so do
+    # its virtual chunks (SHA-256 before version 11)
     assert repo.content_hash == ("sha256" if version < 9 else "blake3")
+    assert repo.virtual_identity == "sha256"
     _same_history(repo, expected(version)[kind])  # inline chunks verified by SHA-256 too
 
     s = repo.writable_session()  # the upgraded lake takes new commits, keyed ones too
@@ -138,10 +141,41 @@ def test_an_upgraded_repo_names_new_objects_by_sha256(old_catalog: str, kind: st
     assert repo.fsck(verify=True).ok
 
 
+@pytest.mark.parametrize("old_catalog", [10], indirect=True, ids=["v10"])
+def test_an_upgraded_repo_names_virtual_chunks_by_sha256(
+    old_catalog: str, kind: str, tmp_path: Path
+) -> None:
+    """References an older release committed are named by SHA-256: the same references staged
+    after the upgrade must be named the same, or every diff and merge would see them change."""
+    zarrlake.upgrade_catalog(catalog=old_catalog)
+    repo = zarrlake.Repo.open(catalog=old_catalog)
+    source = tmp_path / "archive" / "a.bin"
+    source.parent.mkdir()
+    source.write_bytes(bytes(range(64)))
+    repo.allow_virtual_source(str(source.parent))
+    s = repo.writable_session()
+    zarr.create_array(s.store, name="v", shape=(16,), chunks=(8,), dtype="u1", compressors=None)
+    refs = [((0,), str(source), 8, 8), ((1,), str(source), 40, 8)]
+    s.put_virtual_refs("v", refs)
+    first = s.commit("references")
+    committed = repo.readonly_session(first).locate("v/c/1")
+    assert isinstance(committed, ChunkRef)
+    assert committed.source is not None
+    assert committed.hash == virtual_hash(committed.source, 40, 8, "sha256")
+
+    s = repo.writable_session()
+    s.put_virtual_refs("v", refs)  # the same references again: the same chunks
+    with pytest.raises(zarrlake.EmptyCommitError, match="changes nothing"):
+        s.commit("the same references")
+    got = zarr.open_array(repo.readonly_session(first).store, path="v", mode="r")[:]
+    assert got.tolist() == list(range(8, 16)) + list(range(40, 48))
+
+
 @pytest.mark.parametrize("old_catalog", [CURRENT], indirect=True, ids=[f"v{CURRENT}"])
 def test_a_current_catalog_opens_and_upgrade_has_nothing_to_do(old_catalog: str, kind: str) -> None:
     repo = zarrlake.Repo.open(catalog=old_catalog)
-    assert repo.content_hash == "blake3"  # made at this version, with the default
+    assert repo.content_hash == "blake3"  # made at this version, with the defaults
+    assert repo.virtual_identity == "span"
     _same_history(repo, expected(CURRENT)[kind])
     before = _snapshot(old_catalog)
     done = zarrlake.upgrade_catalog(catalog=old_catalog)

@@ -14,6 +14,7 @@ import zarr
 
 import zarrlake
 from tests.integration.virtual_data import make_netcdf, open_virtual
+from zarrlake.model import ChunkRef, virtual_hash
 from zarrlake.testing import LakeProbe
 
 pytest.importorskip("virtualizarr")
@@ -211,3 +212,16 @@ def test_source_options_that_are_not_json_are_refused_and_nothing_is_recorded(
     with pytest.raises(zarrlake.errors.InvalidInputError, match="JSON values"):
         repo.allow_virtual_source(f"{archive}/", endpoint_url=...)
     assert repo.virtual_sources() == before
+
+
+def test_a_new_repo_names_virtual_chunks_by_their_span(make_repo, archive: Path) -> None:
+    repo = make_repo(virtual_sources={str(archive): {}})
+    assert repo.virtual_identity == "span"
+    (archive / "a.bin").write_bytes(bytes(range(16)))
+    s = _array(repo)
+    s.put_virtual_refs("a", [((1,), str(archive / "a.bin"), 4, 8)])
+    committed = repo.readonly_session(s.commit("one reference")).locate("a/c/1")
+    assert isinstance(committed, ChunkRef)
+    assert committed.source is not None
+    assert committed.hash == virtual_hash(committed.source, 4, 8, "span")
+    assert committed.hash[16:] == (4).to_bytes(8, "big") + (8).to_bytes(8, "big")

@@ -4,19 +4,32 @@ hold references (the ZLS3 form) next to every older kind of entry."""
 from __future__ import annotations
 
 import hashlib
+import struct
 
+import numpy as np
 import pytest
 
+import zarrlake
 from zarrlake.errors import CatalogError, VirtualSourceError
 from zarrlake.model import ChunkRef, Shard, VirtualSource, content_hash, virtual_hash
-from zarrlake.model.virtual import allowed_prefix, normalize_prefix, normalize_url
+from zarrlake.model.virtual import (
+    SHA256_IDENTITY,
+    SPAN_IDENTITY,
+    VIRTUAL_IDENTITIES,
+    allowed_prefix,
+    normalize_prefix,
+    normalize_url,
+    virtual_identities,
+)
 
 SRC = VirtualSource("s3://bucket/archive/a.nc", 4096, etag='"abc"')
 OTHER = VirtualSource("file:///data/b.nc", 100, modified="1700000000000000000")
 
 
 def _virtual(src: VirtualSource, offset: int, length: int) -> ChunkRef:
-    return ChunkRef(virtual_hash(src, offset, length), length, offset=offset, source=src)
+    # named as before schema 11, so that the layout pinned below keeps its hash
+    name = virtual_hash(src, offset, length, SHA256_IDENTITY)
+    return ChunkRef(name, length, offset=offset, source=src)
 
 
 @pytest.mark.parametrize(
@@ -66,6 +79,36 @@ def test_same_source_offset_length_and_version_is_the_same_chunk() -> None:
     changed = VirtualSource(SRC.url, 4096, etag='"def"')
     assert len({virtual_hash(SRC, 10, 20), virtual_hash(changed, 10, 20),
                 virtual_hash(SRC, 11, 20), virtual_hash(SRC, 10, 21)}) == 4  # fmt: skip
+
+
+def test_both_identities_name_a_batch_as_one_reference_at_a_time() -> None:
+    other = VirtualSource("s3://bucket/data/b.nc", 1 << 40, modified="17")
+    sources = [SRC, other]
+    ids, offsets, lengths = np.array([1, 0, 1]), np.array([0, 10, 1 << 35]), np.array([5, 20, 9])
+    for identity in VIRTUAL_IDENTITIES:
+        got = virtual_identities(identity, sources, ids, offsets, lengths)
+        assert [bytes(r) for r in got] == [
+            virtual_hash(sources[i], o, n, identity)
+            for i, o, n in zip(ids.tolist(), offsets.tolist(), lengths.tolist(), strict=True)
+        ]
+
+
+def test_the_sha256_identity_keeps_the_names_of_references_committed_before_schema_11() -> None:
+    record = SRC.encode().encode()
+    before = hashlib.sha256(b"zarrlake-virtual\0" + record + struct.pack("<QQ", 10, 20))
+    assert virtual_hash(SRC, 10, 20, SHA256_IDENTITY) == before.digest()
+
+
+def test_the_span_identity_is_the_source_then_the_offset_and_length() -> None:
+    source = hashlib.sha256(b"zarrlake-virtual-span\0" + SRC.encode().encode()).digest()
+    name = virtual_hash(SRC, 1 << 35, 20, SPAN_IDENTITY)
+    assert name == source[:16] + (1 << 35).to_bytes(8, "big") + (20).to_bytes(8, "big")
+    assert virtual_hash(SRC, 1 << 35, 20) == name  # the identity of new repos
+
+
+def test_an_unknown_identity_is_refused() -> None:
+    with pytest.raises(zarrlake.InvalidInputError, match="unknown virtual identity 'md5'"):
+        virtual_hash(SRC, 0, 1, "md5")
 
 
 def test_shard_holds_virtual_refs_next_to_every_other_kind() -> None:

@@ -77,10 +77,17 @@ class Catalog(CatalogDb):
     """A catalog database: its repos."""
 
     def create_repo(
-        self, name: str, storage: str, first: CommitRecord, root: bytes, content_hash: str
+        self,
+        name: str,
+        storage: str,
+        first: CommitRecord,
+        root: bytes,
+        content_hash: str,
+        virtual_identity: str,
     ) -> int:
         """Create a repo with its first (empty) commit and its ``main`` branch, its chunk
-        objects named by the content hash called ``content_hash``."""
+        objects named by the content hash called ``content_hash`` and its virtual chunks by
+        the identity called ``virtual_identity``."""
         with self.tx(write=True) as conn:
             if conn.execute(sa.select(repos.c.id).where(repos.c.name == name)).first():
                 raise AlreadyExistsError(
@@ -90,7 +97,13 @@ class Catalog(CatalogDb):
             repo_id = int(
                 conn.execute(
                     sa.insert(repos)
-                    .values(name=name, storage=storage, created_at=now, content_hash=content_hash)
+                    .values(
+                        name=name,
+                        storage=storage,
+                        created_at=now,
+                        content_hash=content_hash,
+                        virtual_identity=virtual_identity,
+                    )
                     .returning(repos.c.id)
                 ).scalar_one()
             )
@@ -98,12 +111,12 @@ class Catalog(CatalogDb):
             return repo_id
 
     def get_repo(self, name: str) -> RepoRecord:
-        """A repo's id, storage URL and content hash."""
+        """A repo's id, storage URL, content hash and virtual identity."""
         with self.read() as conn:
             row = conn.execute(
-                sa.select(repos.c.id, repos.c.storage, repos.c.content_hash).where(
-                    repos.c.name == name
-                )
+                sa.select(
+                    repos.c.id, repos.c.storage, repos.c.content_hash, repos.c.virtual_identity
+                ).where(repos.c.name == name)
             ).first()
         if row is None:
             raise NotFoundError(
@@ -111,7 +124,9 @@ class Catalog(CatalogDb):
                 f"existing: {', '.join(self.list_repos()) or 'none'} (create one with "
                 "zarrlake init or Repo.create)"
             )
-        return RepoRecord(int(row.id), str(row.storage), str(row.content_hash))
+        return RepoRecord(
+            int(row.id), str(row.storage), str(row.content_hash), str(row.virtual_identity)
+        )
 
     def list_repos(self) -> list[str]:
         with self.read() as conn:

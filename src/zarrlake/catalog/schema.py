@@ -9,10 +9,11 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from zarrlake.model.hashing import SHA256
+from zarrlake.model.virtual import SHA256_IDENTITY
 
 __all__ = ["SCHEMA_VERSION", "metadata", "tune_storage"]
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 metadata = sa.MetaData()
 
@@ -38,6 +39,9 @@ repos = sa.Table(
     # the function naming its chunk objects (zarrlake.model.hashing); repos made before
     # schema 9 are SHA-256
     sa.Column("content_hash", sa.String(16), nullable=False, server_default=SHA256),
+    # the function naming its virtual chunks (zarrlake.model.virtual); repos made before
+    # schema 11 are SHA-256
+    sa.Column("virtual_identity", sa.String(16), nullable=False, server_default=SHA256_IDENTITY),
 )
 
 # Immutable, content-addressed catalog nodes: snapshot roots, manifest indexes and shards,

@@ -25,7 +25,8 @@ from zarrlake.core.reader import CatalogReader
 from zarrlake.errors import ObjectMissingError
 from zarrlake.model import ChunkRef, Root, content_hash
 from zarrlake.model.hashing import ChunkHasher, chunk_hasher
-from zarrlake.model.records import CommitRecord
+from zarrlake.model.records import CommitRecord, RepoRecord
+from zarrlake.model.virtual import DEFAULT_VIRTUAL_IDENTITY
 from zarrlake.objects import ObjectStore, open_object_store
 from zarrlake.objects.sources import SourceReader
 from zarrlake.types import RepoConfig, new_commit_id
@@ -45,13 +46,19 @@ class RepoCore:
     # the repo's content hash: what names and verifies its chunk objects (the object store
     # has the same one)
     hasher: ChunkHasher
+    # the name of the function naming its virtual chunks (zarrlake.model.virtual)
+    virtual_identity: str
     sources: SourceReader = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
-        # the gate and reader of virtual chunks' sources (allowed prefixes from the catalog,
-        # secret options from the configuration)
+        # the gate, reader and namer of virtual chunks' sources (allowed prefixes from the
+        # catalog, secret options from the configuration)
         object.__setattr__(
-            self, "sources", SourceReader(self.catalog.sources.all, self.config.source_options)
+            self,
+            "sources",
+            SourceReader(
+                self.catalog.sources.all, self.config.source_options, self.virtual_identity
+            ),
         )
 
     @property
@@ -129,14 +136,16 @@ _cores: MutableMapping[tuple[Any, ...], RepoCore] = process.registry("cores")
 _lock = threading.Lock()
 
 
-def _build(config: RepoConfig, catalog: RepoCatalog, storage: str, hasher: ChunkHasher) -> RepoCore:
+def _build(config: RepoConfig, catalog: RepoCatalog, found: RepoRecord) -> RepoCore:
+    hasher = chunk_hasher(found.content_hash)
     objects = open_object_store(
-        resolve_storage(config.catalog, storage),
+        resolve_storage(config.catalog, found.storage),
         config.storage_options,
         verify=config.verify_reads,
         hasher=hasher,
     )
-    return RepoCore(config, catalog, storage, objects, CatalogReader(catalog.nodes), hasher)
+    reader = CatalogReader(catalog.nodes)
+    return RepoCore(config, catalog, found.storage, objects, reader, hasher, found.virtual_identity)
 
 
 def open_core(config: RepoConfig) -> RepoCore:
@@ -152,9 +161,10 @@ def open_core(config: RepoConfig) -> RepoCore:
             and core.repo_id == found.id
             and core.storage == found.storage
             and core.hasher.name == found.content_hash
+            and core.virtual_identity == found.virtual_identity
         ):
             return core
-    core = _build(config, catalog.repo(found.id), found.storage, chunk_hasher(found.content_hash))
+    core = _build(config, catalog.repo(found.id), found)
     with _lock:
         _cores[key] = core
     return core
@@ -162,7 +172,7 @@ def open_core(config: RepoConfig) -> RepoCore:
 
 def create_core(config: RepoConfig, storage: str, author: str, hasher: ChunkHasher) -> RepoCore:
     """Record a new repo in the catalog (after checking its storage works), with its first,
-    empty commit and its content hash, and open it."""
+    empty commit, its content hash and the virtual identity of new repos, and open it."""
     objects = open_object_store(
         resolve_storage(config.catalog, storage),
         config.storage_options,
@@ -185,7 +195,7 @@ def create_core(config: RepoConfig, storage: str, author: str, hasher: ChunkHash
         0,
     )
     catalog_for(config.catalog, create=True).create_repo(
-        config.name, storage, first, root, hasher.name
+        config.name, storage, first, root, hasher.name, DEFAULT_VIRTUAL_IDENTITY
     )
     return open_core(config)
 

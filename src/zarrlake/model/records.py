@@ -27,12 +27,14 @@ StagedKind = Literal["meta", "drop", "chunk", "raw", "vrefs", "vshape"]
 
 @dataclass(frozen=True, slots=True)
 class RepoRecord:
-    """A repo as the catalog records it: its id, where its objects are (as recorded), and the
-    name of the content hash naming them (:mod:`zarrlake.model.hashing`)."""
+    """A repo as the catalog records it: its id, where its objects are (as recorded), the
+    name of the content hash naming them (:mod:`zarrlake.model.hashing`) and of the identity
+    naming its virtual chunks (:mod:`zarrlake.model.virtual`)."""
 
     id: int
     storage: str
     content_hash: str
+    virtual_identity: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,28 +13,49 @@ import hashlib
 import json
 import posixpath
 import re
-import struct
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from zarrlake.errors import VirtualSourceError
+import numpy as np
+
+from zarrlake.errors import InvalidInputError, VirtualSourceError
 
 __all__ = [
+    "DEFAULT_VIRTUAL_IDENTITY",
     "SCHEMES",
+    "SHA256_IDENTITY",
+    "SPAN_IDENTITY",
+    "VIRTUAL_IDENTITIES",
     "VirtualSource",
     "allowed_prefix",
+    "check_identity",
     "normalize_prefix",
     "normalize_url",
     "virtual_hash",
-    "virtual_hasher",
+    "virtual_identities",
 ]
 
 SCHEMES = ("file", "s3", "http", "https")
 """Where a virtual reference may point: local files, S3 objects, HTTP(S) resources."""
 
-_SPAN = struct.Struct("<QQ")
+SHA256_IDENTITY = "sha256"
+"""A virtual chunk named by the SHA-256 of its source's record, offset and length: every
+repo made before catalog schema 11."""
+
+SPAN_IDENTITY = "span"
+"""A virtual chunk named by its span: the first 16 bytes of the SHA-256 of its source's
+record, then its offset and its length (8 bytes each, big-endian). Computed for many
+references at once, with one hash per source rather than one per reference."""
+
+VIRTUAL_IDENTITIES = (SHA256_IDENTITY, SPAN_IDENTITY)
+"""The names a repo's virtual identity may have."""
+
+DEFAULT_VIRTUAL_IDENTITY = SPAN_IDENTITY
+"""The virtual identity of a new repo."""
+
+_SPAN = np.dtype(">u8")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\\]")  # control characters and backslashes
 
 
@@ -77,27 +98,65 @@ class VirtualSource:
         return f"{stamp}, {self.size} bytes"
 
 
-def virtual_hash(source: VirtualSource, offset: int, length: int) -> bytes:
+def check_identity(identity: str) -> str:
+    """``identity`` if it names a virtual identity (:data:`VIRTUAL_IDENTITIES`)."""
+    if identity not in VIRTUAL_IDENTITIES:
+        raise InvalidInputError(
+            f"unknown virtual identity {identity!r}; known: {', '.join(VIRTUAL_IDENTITIES)}"
+        )
+    return identity
+
+
+def virtual_hash(
+    source: VirtualSource, offset: int, length: int, identity: str = DEFAULT_VIRTUAL_IDENTITY
+) -> bytes:
     """The identity of a virtual chunk: equal exactly when the source (URL and version),
     offset and length are equal. It stands where a stored chunk's content hash stands, so
     diffs and merges compare references as they compare chunks; it is never an object's
-    name, so garbage collection never deletes anything for it."""
-    return virtual_hasher(source)(offset, length)
+    name, so garbage collection never deletes anything for it. A repo records which
+    function it uses (``identity``, one of :data:`VIRTUAL_IDENTITIES`) for its life, so a
+    reference staged again is named as it was when first committed."""
+    one = np.zeros(1, np.int64)
+    ids = virtual_identities(identity, [source], one, one + offset, one + length)
+    return bytes(ids[0].tobytes())
 
 
-def virtual_hasher(source: VirtualSource) -> Callable[[int, int], bytes]:
-    """:func:`virtual_hash` of ``source`` as a function of (offset, length): the source's
-    part of the hash is computed once, however many references name it."""
-    h = hashlib.sha256(b"zarrlake-virtual\0")
-    h.update(source.encode().encode())
-    pack = _SPAN.pack
+def virtual_identities(
+    identity: str,
+    sources: Sequence[VirtualSource],
+    source_ids: np.ndarray,
+    offsets: np.ndarray,
+    lengths: np.ndarray,
+) -> np.ndarray:
+    """:func:`virtual_hash` of many references at once, as an ``(n, 32)`` array of bytes:
+    reference ``i`` is ``lengths[i]`` bytes at ``offsets[i]`` of ``sources[source_ids[i]]``.
+    Each source's record is hashed once."""
+    check_identity(identity)
+    n = len(source_ids)
+    tag = b"zarrlake-virtual\0" if identity == SHA256_IDENTITY else b"zarrlake-virtual-span\0"
+    heads = [hashlib.sha256(tag + s.encode().encode()) for s in sources]
+    offs = np.asarray(offsets, np.int64).astype(_SPAN)
+    lens = np.asarray(lengths, np.int64).astype(_SPAN)
+    if identity == SPAN_IDENTITY:
+        out = np.empty((n, 32), np.uint8)
+        prefixes = np.frombuffer(b"".join(h.digest()[:16] for h in heads), np.uint8)
+        out[:, :16] = prefixes.reshape(len(heads), 16)[np.asarray(source_ids, np.intp)]
+        out[:, 16:24] = offs.view(np.uint8).reshape(n, 8)
+        out[:, 24:] = lens.view(np.uint8).reshape(n, 8)
+        return out
+    # SHA-256 of the source's record and the span (offset and length, little-endian)
+    spans = np.empty((n, 2), "<u8")
+    spans[:, 0] = offs
+    spans[:, 1] = lens
+    raw = spans.tobytes()
 
-    def hash_span(offset: int, length: int) -> bytes:
-        one = h.copy()
-        one.update(pack(offset, length))
-        return one.digest()
+    def one(i: int, k: int) -> bytes:
+        h = heads[i].copy()
+        h.update(raw[16 * k : 16 * k + 16])
+        return h.digest()
 
-    return hash_span
+    digests = b"".join(map(one, np.asarray(source_ids).tolist(), range(n)))
+    return np.frombuffer(digests, np.uint8).reshape(n, 32)
 
 
 def _refuse(url: str, why: str) -> VirtualSourceError:

@@ -22,6 +22,7 @@ from zarrlake.model.manifest import ChunkRef
 from zarrlake.model.virtual import (
     VirtualSource,
     allowed_prefix,
+    check_identity,
     normalize_prefix,
     normalize_url,
 )
@@ -54,13 +55,16 @@ def split_secrets(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str,
 
 
 class SourceReader:
-    """Checks and reads the sources of one repo's virtual chunks."""
+    """Checks and reads the sources of one repo's virtual chunks, and names them: ``identity``
+    is the repo's virtual identity (:data:`~zarrlake.model.virtual.VIRTUAL_IDENTITIES`)."""
 
     def __init__(
         self,
         allowed: Callable[[], dict[str, dict[str, Any]]],
         secrets: Mapping[str, Mapping[str, Any]],
+        identity: str,
     ) -> None:
+        self.identity = check_identity(identity)
         self._load = allowed
         self._secrets = {normalize_prefix(p): dict(o) for p, o in secrets.items()}
         self._allowed: dict[str, dict[str, Any]] | None = None

@@ -26,7 +26,7 @@ from zarrlake.model.batches import (
 from zarrlake.model.manifest import Shard, shard_shape_for, split_coords
 from zarrlake.model.records import StagedEntry
 from zarrlake.model.snapshot import NodeEntry
-from zarrlake.model.virtual import VirtualSource, virtual_hasher
+from zarrlake.model.virtual import VirtualSource, virtual_identities
 from zarrlake.objects.sources import SourceReader
 from zarrlake.types import ChunkCoords
 
@@ -185,16 +185,7 @@ def plan_virtual(
             f"{int(lengths[i])} bytes; the array stores uncompressed chunks of exactly "
             f"{nm.chunk_nbytes} bytes"
         )
-    hashers = [virtual_hasher(s) for s in srcs]
-    digests = b"".join(
-        map(
-            lambda i, o, k: hashers[i](o, k),
-            source_ids.tolist(),
-            offsets.tolist(),
-            lengths.tolist(),
-        )
-    )
-    hashes = np.frombuffer(digests, np.uint8).reshape(n, 32)
+    hashes = virtual_identities(sources.identity, srcs, source_ids, offsets, lengths)
     return list(_batches(path, shape, coords, hashes, lengths, offsets, source_ids, srcs))
 
 

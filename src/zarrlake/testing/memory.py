@@ -33,6 +33,7 @@ from zarrlake.model.records import (
     StagedEntry,
     StagedKind,
 )
+from zarrlake.model.virtual import DEFAULT_VIRTUAL_IDENTITY as DEFAULT_IDENTITY
 from zarrlake.objects import open_object_store
 from zarrlake.repo import Repo
 from zarrlake.testing.memory_rules import MemoryPulls, MemoryRules
@@ -589,5 +590,6 @@ def memory_repo(chunks: Path, name: str = "memory") -> Repo:
     catalog = MemoryCatalog()
     hasher = chunk_hasher(DEFAULT_CONTENT_HASH)
     objects = open_object_store(str(chunks), {}, verify=True, hasher=hasher)
-    core = RepoCore(config, catalog, str(chunks), objects, CatalogReader(catalog.nodes), hasher)
+    reader = CatalogReader(catalog.nodes)
+    core = RepoCore(config, catalog, str(chunks), objects, reader, hasher, DEFAULT_IDENTITY)
     return Repo(core)

@@ -23,6 +23,7 @@ from zarrlake.catalog.migrations import (
     v8_webhooks,
     v9_content_hash,
     v10_staged_batches,
+    v11_virtual_identity,
 )
 
 __all__ = ["MIGRATIONS", "run"]
@@ -37,6 +38,7 @@ _MODULES: tuple[ModuleType, ...] = (
     v8_webhooks,
     v9_content_hash,
     v10_staged_batches,
+    v11_virtual_identity,
 )
 
 # version -> (what it adds, the function upgrading a catalog from version - 1 to it)
