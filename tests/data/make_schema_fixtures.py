@@ -63,6 +63,7 @@ SOURCES = {
     8: "b4c21e8",
     9: "9a2f56f",
     10: "a1006e5",
+    11: "716d72a",
 }
 PLACEHOLDER = "@@STORAGE@@"
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"

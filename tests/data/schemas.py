@@ -38,7 +38,7 @@ __all__ = [
     "unpack_sqlite",
 ]
 
-VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
 DATA = Path(__file__).parent / "schemas"
 PLACEHOLDER = "@@STORAGE@@"
 ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"

@@ -44,7 +44,7 @@ ADDED_TABLES = {
 }
 ADDED_STAGED = {4: {"pack", "pack_offset"}, 5: {"crc"}, 6: {"source"}}
 REPOS = {"id", "name", "storage", "config", "created_at"}
-ADDED_REPOS = {9: {"content_hash"}}
+ADDED_REPOS = {9: {"content_hash"}, 11: {"virtual_identity"}}
 
 
 def _since(added: dict[int, set[str]], version: int) -> set[str]:
