@@ -4,6 +4,7 @@ hold references (the ZLS3 form) next to every older kind of entry."""
 from __future__ import annotations
 
 import hashlib
+import json
 import struct
 
 import numpy as np
@@ -168,6 +169,38 @@ def test_a_corrupt_sources_table_is_a_catalog_error(cut: str) -> None:
         bad = data[: at - 8] + (2).to_bytes(8, "little") + b"[]"
     with pytest.raises(CatalogError, match="corrupt"):
         Shard.decode(bad)
+
+
+def _with_table(data: bytes, table: bytes) -> bytes:
+    at = data.index(b'["')  # the sources table, after its 8-byte length
+    return data[: at - 8] + len(table).to_bytes(8, "little") + table
+
+
+@pytest.mark.parametrize(
+    ("table", "why"),
+    [
+        (b'["' + b"x" * 20 + b"]", "sources table"),  # not JSON
+        (b'[1, "a"]', "not text"),
+        (json.dumps([SRC.encode()]).encode(), "has no source"),  # entry 1 names a second
+    ],
+)
+def test_a_sources_table_is_checked_when_its_sources_are_first_needed(
+    table: bytes, why: str
+) -> None:
+    """A shard's sources table is parsed only when a virtual entry is read; a table that is
+    not one, or names fewer sources than the entries do, is then a catalog error."""
+    good = Shard.empty().apply({0: _virtual(SRC, 0, 10), 1: _virtual(OTHER, 0, 10)})
+    shard = Shard.decode(_with_table(good.encode(), table))
+    with pytest.raises(CatalogError, match=why):
+        shard.get(1)
+
+
+def test_a_decoded_shard_reads_its_sources_table_as_stored() -> None:
+    data = Shard.empty().apply({0: _virtual(SRC, 0, 10), 5: _virtual(OTHER, 3, 10)}).encode()
+    shard = Shard.decode(data)
+    assert shard.encode() is data
+    assert shard.get(5) == _virtual(OTHER, 3, 10)
+    assert shard.sources == (SRC, OTHER)
 
 
 def test_a_rewritten_shard_keeps_the_byte_layout_its_hash_was_made_from() -> None:

@@ -172,7 +172,9 @@ class Shard:
 
     __slots__ = (
         "_encoded",
+        "_needs",
         "_sources",
+        "_table",
         "_texts",
         "blob",
         "crcs",
@@ -195,6 +197,8 @@ class Shard:
         sources: tuple[VirtualSource, ...] = (),
         texts: tuple[str, ...] | None = None,
         encoded: bytes | None = None,
+        table: memoryview | None = None,
+        needs: int = 0,
     ) -> None:
         self.flat = flat  # int64[n], sorted
         self.hashes = hashes  # uint8[n, 32]
@@ -204,9 +208,14 @@ class Shard:
         self.offsets = offsets
         self.blob = blob
         # what the virtual entries' source numbers index: the sources, or their records as
-        # text (a decoded shard's), each made from the other when first asked for
-        self._sources: tuple[VirtualSource, ...] | None = sources if sources or not texts else None
+        # text, each made from the other when first asked for; a decoded shard holds its
+        # sources table as stored (``table``, JSON), parsed when first asked for and then
+        # checked to have the ``needs`` sources its entries name
+        has = bool(sources or texts or table is not None)
+        self._sources: tuple[VirtualSource, ...] | None = sources if sources or not has else None
         self._texts = texts if texts else None
+        self._table = table
+        self._needs = needs
         self._encoded = encoded  # what encode() gives, when decoded from it: kept, not redone
         # int64[n]: each chunk's checksum, or -1 where it has none
         self.crcs = np.full(len(flat), _NO_CRC, np.int64) if crcs is None else crcs
@@ -231,7 +240,7 @@ class Shard:
         """The sources the virtual entries name, by their source number."""
         if self._sources is None:
             try:
-                self._sources = tuple(VirtualSource.decode(t) for t in self._texts or ())
+                self._sources = tuple(VirtualSource.decode(t) for t in self.source_texts)
             except VirtualSourceError as exc:
                 raise CatalogError(f"manifest shard is corrupt: its sources table ({exc})") from exc
         return self._sources
@@ -240,12 +249,16 @@ class Shard:
     def source_texts(self) -> tuple[str, ...]:
         """The records of :attr:`sources` as stored (merging shards compares these)."""
         if self._texts is None:
-            self._texts = tuple(s.encode() for s in self._sources or ())
+            # (the table is kept: another thread may be asking at the same moment)
+            if self._table is not None:
+                self._texts = _parse_sources(self._table, self._needs)
+            else:
+                self._texts = tuple(s.encode() for s in self._sources or ())
         return self._texts
 
     @property
     def has_sources(self) -> bool:
-        return bool(self._texts or self._sources)
+        return bool(self._texts or self._sources or self._table is not None)
 
     def ref_at(self, i: int) -> ChunkRef:
         h = self.hashes[i].tobytes()
@@ -407,9 +420,9 @@ class Shard:
             raise CatalogError("manifest shard is truncated") from exc
         width = {_SHARD_MAGIC: 65, _SHARD_V3: 65, _SHARD_V1: 57}.get(magic)
         end = _HEADER.size + n * (width or 0) + blob_len
-        texts: tuple[str, ...] = ()
+        table: memoryview | None = None
         if width is not None and magic == _SHARD_V3:
-            texts = _decode_sources(data, end)
+            table = _sources_table(data, end)
             end = len(data)
         if width is None or len(data) != end:
             raise CatalogError("manifest shard is corrupt or of an unknown format")
@@ -432,7 +445,7 @@ class Shard:
         if (
             n
             and (
-                kmax > (VIRTUAL if texts else PACKED)
+                kmax > (VIRTUAL if table is not None else PACKED)
                 # strictly increasing from a first index >= 0: every index is >= 0
                 or int(flat[0]) < 0
                 or (n > 1 and not (flat[1:] > flat[:-1]).all())
@@ -443,11 +456,23 @@ class Shard:
         ):
             raise CatalogError("manifest shard is corrupt: inconsistent entries")
         blob = bytes(data[o : o + blob_len])
+        needs = 0
         if kmax > OBJECT:  # only shards with located entries need their locations checked
-            _check_locations(kinds, offsets, lengths, blob, len(texts))
+            needs = _check_locations(kinds, offsets, lengths, blob)
         # the same bytes encode() would write (but for the older form): kept, not copied
         encoded = data if magic != _SHARD_V1 and isinstance(data, bytes) else None
-        return cls(flat, hashes, lengths, kinds, offsets, blob, crcs, texts=texts, encoded=encoded)
+        return cls(
+            flat,
+            hashes,
+            lengths,
+            kinds,
+            offsets,
+            blob,
+            crcs,
+            encoded=encoded,
+            table=table,
+            needs=needs,
+        )
 
 
 def _check_locations(
@@ -455,23 +480,20 @@ def _check_locations(
     offsets: np.ndarray,
     lengths: np.ndarray,
     blob: bytes,
-    sources: int,
-) -> None:
-    """Refuse a shard whose inline, packed or virtual entries point outside its blob, or
-    whose virtual entries name no source of the ``sources`` in its table (``kinds`` already
-    checked to be known ones)."""
+) -> int:
+    """Refuse a shard whose inline, packed or virtual entries point outside its blob
+    (``kinds`` already checked to be known ones); how many sources its virtual entries need
+    in its table (the highest source number they name, plus one)."""
     inline = kinds == INLINE
     ends = offsets + np.where(inline, lengths, _LOCATION_SIZE[kinds])
     if ((ends > len(blob)) & (kinds != OBJECT)).any():
         raise CatalogError("manifest shard is corrupt: inconsistent entries")
-    if not sources:
-        return  # a shard without a sources table has no virtual entries (kinds checked)
     at = offsets[kinds == VIRTUAL].astype(np.int64)
-    if len(at):  # every virtual entry's source number (its last 4 bytes), at once
-        index = at[:, None] + np.arange(_VIRTUAL.size - 4, _VIRTUAL.size, dtype=np.int64)
-        numbers = np.frombuffer(blob, np.uint8)[index].reshape(-1).view("<u4")
-        if int(numbers.max()) >= sources:
-            raise CatalogError("manifest shard is corrupt: a virtual entry has no source")
+    if not len(at):
+        return 0
+    # every virtual entry's source number (its last 4 bytes), at once
+    index = at[:, None] + np.arange(_VIRTUAL.size - 4, _VIRTUAL.size, dtype=np.int64)
+    return int(np.frombuffer(blob, np.uint8)[index].reshape(-1).view("<u4").max()) + 1
 
 
 def _gather_parts(
@@ -492,22 +514,34 @@ def _gather_parts(
     return bytearray(np.frombuffer(blob, np.uint8)[index].tobytes()), at
 
 
-def _decode_sources(data: bytes, at: int) -> tuple[str, ...]:
-    """The records of the sources table of a ZLS3 shard, which starts at ``at`` (each
-    decoded when first needed, :attr:`Shard.sources`)."""
+def _sources_table(data: bytes, at: int) -> memoryview:
+    """The sources table of a ZLS3 shard, which starts at ``at``, as stored (JSON): parsed
+    when its sources are first needed (:func:`_parse_sources`)."""
     try:
         (size,) = _SOURCES_LEN.unpack_from(data, at)
-        text = data[at + _SOURCES_LEN.size : at + _SOURCES_LEN.size + size]
-        if len(text) != size or at + _SOURCES_LEN.size + size != len(data):
-            raise ValueError("sources table length")
-        items = json.loads(text)
+    except struct.error as exc:
+        raise CatalogError(f"manifest shard is corrupt: its sources table ({exc})") from exc
+    text = memoryview(data)[at + _SOURCES_LEN.size : at + _SOURCES_LEN.size + size]
+    # the shortest table names one source: [""]
+    if len(text) != size or at + _SOURCES_LEN.size + size != len(data) or size < 4:
+        raise CatalogError("manifest shard is corrupt: its sources table (length)")
+    return text
+
+
+def _parse_sources(text: memoryview, needs: int) -> tuple[str, ...]:
+    """The records of a sources table (:func:`_sources_table`), of which the shard's
+    virtual entries name the first ``needs``."""
+    try:
+        items = json.loads(bytes(text))
         if not isinstance(items, list) or not items:
             raise ValueError("sources table is empty")
         if not all(isinstance(x, str) for x in items):
             raise ValueError("a source record is not text")
-        return tuple(items)
-    except (struct.error, ValueError, TypeError) as exc:
+    except (ValueError, TypeError) as exc:
         raise CatalogError(f"manifest shard is corrupt: its sources table ({exc})") from exc
+    if len(items) < needs:
+        raise CatalogError("manifest shard is corrupt: a virtual entry has no source")
+    return tuple(items)
 
 
 @dataclass(frozen=True, slots=True)
