@@ -49,7 +49,14 @@ _SQLITE_BUSY_TIMEOUT_MS = 60_000
 
 
 def make_engine(url: str) -> sa.Engine:
-    """An engine for a catalog URL, configured for concurrent transactional use."""
+    """An engine for a catalog URL, configured for concurrent transactional use.
+
+    The pool hands out the connection returned last (``pool_use_lifo``): a process that
+    sends one statement at a time keeps using one connection, whose prepared statements
+    (psycopg prepares a statement sent five times on a connection; sqlite3 keeps its
+    statements per connection) are then ready, where a pool taking turns would spread each
+    statement over every connection it holds. Connections left idle are checked before use
+    (:func:`ping_when_idle`)."""
     parsed = parse_catalog_url(url)
     if parsed.get_backend_name() == "sqlite":
         engine = sa.create_engine(
@@ -58,10 +65,11 @@ def make_engine(url: str) -> sa.Engine:
             poolclass=sa.pool.QueuePool,
             pool_size=8,
             max_overflow=16,
+            pool_use_lifo=True,
         )
         configure_engine(engine)
         return engine
-    engine = sa.create_engine(parsed, pool_size=8, max_overflow=16)
+    engine = sa.create_engine(parsed, pool_size=8, max_overflow=16, pool_use_lifo=True)
     ping_when_idle(engine)
     return engine
 
