@@ -78,6 +78,67 @@ class StoreSession(Protocol):
     def delete_sync(self, key: str) -> None: ...
 
 
+Found = bytes | ChunkRef | None
+
+
+class _Lookups:
+    """Key lookups made at the same moment on one event loop, answered together by one worker
+    thread, in turn: opening an array, zarr asks for ``zarr.json``, ``.zarray`` and
+    ``.zattrs`` at once, and in a writable session each lookup is a catalog statement (other
+    processes of the session may have staged the key). One thread sending them one after
+    another costs less than a thread each, contending for the interpreter and a connection
+    each. At most :attr:`BATCH` keys go to one thread."""
+
+    BATCH = 64
+
+    def __init__(self, locate: Callable[[str], Found]) -> None:
+        self._locate = locate
+        self._open: dict[asyncio.AbstractEventLoop, list[tuple[str, asyncio.Future[Found]]]] = {}
+        self._running: set[asyncio.Task[None]] = set()  # referenced until done
+
+    async def locate(self, key: str) -> Found:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Found] = loop.create_future()
+        batch = self._open.get(loop)
+        if batch is None:
+            # answered once every lookup made at this moment has joined it
+            batch = self._open[loop] = []
+            loop.call_soon(self._start, loop, batch)
+        batch.append((key, future))
+        if len(batch) >= self.BATCH:
+            del self._open[loop]
+        return await future
+
+    def _start(self, loop: asyncio.AbstractEventLoop, batch: list[tuple[str, Any]]) -> None:
+        if self._open.get(loop) is batch:
+            del self._open[loop]
+        task = loop.create_task(self._answer(batch))
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+
+    async def _answer(self, batch: list[tuple[str, asyncio.Future[Found]]]) -> None:
+        try:
+            answers = await asyncio.to_thread(self._locate_all, [key for key, _ in batch])
+        except BaseException as exc:  # the thread could not run: every lookup fails with it
+            answers = [(False, exc)] * len(batch)
+        for (_, future), (ok, value) in zip(batch, answers, strict=True):
+            if future.done():  # its caller was cancelled
+                continue
+            if ok:
+                future.set_result(value)  # type: ignore[arg-type]
+            else:
+                future.set_exception(value)  # type: ignore[arg-type]
+
+    def _locate_all(self, keys: list[str]) -> list[tuple[bool, Found | BaseException]]:
+        out: list[tuple[bool, Found | BaseException]] = []
+        for key in keys:
+            try:
+                out.append((True, self._locate(key)))
+            except Exception as exc:  # that key's own error, for its caller alone
+                out.append((False, exc))
+        return out
+
+
 class LakeStore(Store):
     """A Zarr v3 store over a zarrlake session.
 
@@ -109,6 +170,7 @@ class LakeStore(Store):
         self._opener = opener if opener is not None else session.opener()  # type: ignore[union-attr]
         self._session_obj = session
         self._epoch = process.epoch()
+        self._lookups = _Lookups(lambda key: self.session.locate(key))
 
     @property
     def session(self) -> StoreSession:
@@ -180,20 +242,33 @@ class LakeStore(Store):
             byte_range, RangeByteRequest | OffsetByteRequest | SuffixByteRequest
         ):
             raise TypeError(f"Unexpected byte_range, got {byte_range}")
-        if self.session.async_reads:
-            data = await self._get_async(key, byte_range)
-        else:
+        session = self.session
+        if session.read_only and not session.async_reads:  # a lookup costs no statement
             data = await asyncio.to_thread(self._get_sync, key, byte_range)
+        else:
+            data = await self._get_async(key, byte_range)
         return None if data is None else prototype.buffer.from_bytes(data)
+
+    async def _find(self, key: str) -> Found:
+        """What ``key`` holds: looked up in a worker thread, together with the lookups made
+        at the same moment where a lookup is a catalog statement (a writable session)."""
+        session = self.session
+        if session.read_only:
+            return await asyncio.to_thread(session.locate, key)
+        return await self._lookups.locate(key)
 
     async def _get_async(self, key: str, byte_range: ByteRequest | None) -> bytes | None:
         session = self.session
-        found = await asyncio.to_thread(session.locate, key)
+        found = await self._find(key)
         if found is None:
             return None
         if isinstance(found, ChunkRef):
             start, end = _window(byte_range, found.length)
-            return await session.read_ref_async(found, start, end)
+            if session.async_reads:
+                return await session.read_ref_async(found, start, end)
+            if found.inline is not None:  # in the catalog row: nothing to wait for
+                return session.read_ref(found, start, end)
+            return await asyncio.to_thread(session.read_ref, found, start, end)
         start, end = _window(byte_range, len(found))
         return found[start:end]
 
@@ -205,10 +280,10 @@ class LakeStore(Store):
         return list(await asyncio.gather(*(self.get(k, prototype, r) for k, r in key_ranges)))
 
     async def exists(self, key: str) -> bool:
-        return await asyncio.to_thread(self.session.locate, key) is not None
+        return await self._find(key) is not None
 
     async def getsize(self, key: str) -> int:
-        found = await asyncio.to_thread(self.session.locate, key)
+        found = await self._find(key)
         if found is None:
             raise FileNotFoundError(key)
         return found.length if isinstance(found, ChunkRef) else len(found)

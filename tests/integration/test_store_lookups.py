@@ -1,0 +1,88 @@
+"""Lookups a writable session's store receives at one moment are answered together (one
+worker thread, in turn; :class:`zarrlake.store._Lookups`): each caller still gets its own
+key's answer or its own key's error, however many arrive at once, and a caller that gives
+up leaves the others answered."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+import zarr
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.sync import sync
+
+import zarrlake
+
+PROTO = default_buffer_prototype()
+
+
+def _session(make_repo: Callable[..., zarrlake.Repo]) -> zarrlake.WritableSession:
+    repo = make_repo()
+    s = repo.writable_session()
+    a = zarr.create_array(
+        s.store,
+        name="a",
+        shape=(400,),
+        chunks=(1,),
+        dtype="u1",
+        fill_value=0,
+        compressors=None,
+    )
+    a[:100] = np.arange(1, 101, dtype="u1")  # chunks 100..399 are left unwritten
+    s.commit("half")
+    s = repo.writable_session()
+    zarr.open_array(s.store, path="a", mode="r+")[5] = 250  # staged, not committed
+    return s
+
+
+def test_lookups_made_at_once_get_each_their_own_answer(make_repo) -> None:
+    s = _session(make_repo)
+    store = s.store
+    keys = [f"a/c/{i}" for i in range(200)] + ["a/zarr.json", "a/.zarray", "../x", "b/zarr.json"]
+
+    async def all_at_once() -> list[object]:
+        got = await asyncio.gather(*(store.get(k, PROTO) for k in keys), return_exceptions=True)
+        sizes = await asyncio.gather(store.exists("a/c/5"), store.exists("a/c/150"))
+        return [*got, *sizes]
+
+    got = sync(all_at_once())
+    chunks, (meta, v2, bad, missing, written, unwritten) = got[:200], got[200:]
+    assert [c.to_bytes()[0] for c in chunks[:100]] == [  # type: ignore[union-attr]
+        250 if i == 5 else i + 1 for i in range(100)
+    ]
+    assert chunks[100:] == [None] * 100
+    assert b'"node_type":"array"' in meta.to_bytes().replace(b" ", b"")  # type: ignore[union-attr]
+    assert (v2, missing) == (None, None)
+    assert isinstance(bad, zarrlake.InvalidKeyError)  # its own error, for its caller alone
+    assert (written, unwritten) == (True, False)
+
+
+def test_a_caller_that_gives_up_leaves_the_others_answered(make_repo) -> None:
+    s = _session(make_repo)
+    store = s.store
+
+    async def one_cancelled() -> list[object]:
+        tasks = [asyncio.ensure_future(store.get(f"a/c/{i}", PROTO)) for i in range(10)]
+        await asyncio.sleep(0)  # every lookup has joined the batch
+        tasks[3].cancel()
+        return await asyncio.gather(*tasks, return_exceptions=True)
+
+    got = sync(one_cancelled())
+    assert isinstance(got[3], asyncio.CancelledError)
+    assert [g.to_bytes()[0] for i, g in enumerate(got) if i != 3] == [  # type: ignore[union-attr]
+        1, 2, 3, 5, 250, 7, 8, 9, 10
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("n", [1, 64, 65, 300])
+def test_any_number_of_lookups_at_once_is_answered(make_repo, n: int) -> None:
+    s = _session(make_repo)
+    got = zarr.open_array(s.store, path="a", mode="r")[:n]
+    want = np.zeros(n, "u1")
+    want[: min(n, 100)] = np.arange(1, min(n, 100) + 1)
+    if n > 5:
+        want[5] = 250
+    np.testing.assert_array_equal(got, want)
