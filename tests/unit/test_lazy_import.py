@@ -40,3 +40,17 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
         "import zarrlake\ntry:\n    zarrlake.Rep\nexcept AttributeError as e:\n    print(e)\n"
     )
     assert out.strip() == "module 'zarrlake' has no attribute 'Rep'"
+
+
+def test_an_embedded_lake_leaves_the_postgresql_dialect_unloaded(tmp_path: Path) -> None:
+    """Creating, writing and committing to an embedded lake (SQLite) never loads SQLAlchemy's
+    PostgreSQL dialect; a PostgreSQL catalog loads it when it is first used."""
+    out = _run(
+        "import sys, zarr, zarrlake\n"
+        f"repo = zarrlake.Repo.create({str(tmp_path / 'lake')!r})\n"
+        "s = repo.writable_session()\n"
+        "zarr.create_array(s.store, name='a', shape=(4,), chunks=(2,), dtype='u1')[:] = 7\n"
+        "s.commit('one array')\n"
+        "print(len(repo.log('main')), 'sqlalchemy.dialects.postgresql' in sys.modules)\n"
+    )
+    assert out.strip() == "2 False"

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 
 from zarrlake.types import parse_catalog_url, safe_url
 
@@ -164,7 +164,7 @@ def upsert(table: sa.Table, dialect: str, update_cols: Sequence[str]) -> Any:
 
 @functools.lru_cache(maxsize=64)
 def _upsert(table: sa.Table, dialect: str, update_cols: tuple[str, ...]) -> Any:
-    ins: Any = sqlite.insert(table) if dialect == "sqlite" else postgresql.insert(table)
+    ins = dialect_insert(table, dialect)
     pk = [c.name for c in table.primary_key.columns]
     return ins.on_conflict_do_update(
         index_elements=pk, set_={c: getattr(ins.excluded, c) for c in update_cols}
@@ -186,8 +186,17 @@ def execute_many(conn: sa.Connection, stmt: Any, rows: list[dict[str, Any]]) -> 
 
 def insert_ignore(table: sa.Table, dialect: str) -> Any:
     """INSERT ... ON CONFLICT DO NOTHING (create-if-absent for content-addressed rows)."""
-    ins: Any = sqlite.insert(table) if dialect == "sqlite" else postgresql.insert(table)
-    return ins.on_conflict_do_nothing()
+    return dialect_insert(table, dialect).on_conflict_do_nothing()
+
+
+def dialect_insert(table: sa.Table, dialect: str) -> Any:
+    """The dialect's own INSERT, which has ``ON CONFLICT``. SQLAlchemy's PostgreSQL module
+    is loaded only by a process that uses a PostgreSQL catalog (about 20 ms of start-up)."""
+    if dialect == "sqlite":
+        return sqlite.insert(table)
+    from sqlalchemy.dialects import postgresql
+
+    return postgresql.insert(table)
 
 
 def schema_lock(conn: sa.Connection) -> None:

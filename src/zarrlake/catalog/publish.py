@@ -25,7 +25,7 @@ import json
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 
 import zarrlake.catalog.dialect as dia
 from zarrlake.catalog.schema import (
@@ -191,6 +191,8 @@ def pg_publish(nodes: bool, key: bool, session: bool) -> sa.Select[Any]:
     (``unnest``), so the statement's text, and its compiled form, do not depend on how many
     there are."""
 
+    from sqlalchemy.dialects.postgresql import ARRAY  # only a PostgreSQL catalog loads it
+
     def bind(name: str, column: sa.Column[Any]) -> sa.BindParameter[Any]:
         return sa.bindparam(name, type_=column.type)
 
@@ -200,15 +202,15 @@ def pg_publish(nodes: bool, key: bool, session: bool) -> sa.Select[Any]:
     if nodes:
         arrays = (
             sa.func.unnest(
-                sa.bindparam("b_hashes", type_=postgresql.ARRAY(sa.LargeBinary)),
-                sa.bindparam("b_kinds", type_=postgresql.ARRAY(sa.String)),
-                sa.bindparam("b_datas", type_=postgresql.ARRAY(sa.LargeBinary)),
+                sa.bindparam("b_hashes", type_=ARRAY(sa.LargeBinary)),
+                sa.bindparam("b_kinds", type_=ARRAY(sa.String)),
+                sa.bindparam("b_datas", type_=ARRAY(sa.LargeBinary)),
             )
             .table_valued("h", "k", "d")
             .render_derived()
         )
         rows = sa.select(repo_id, arrays.c.h, arrays.c.k, arrays.c.d, now).select_from(arrays)
-        ins = postgresql.insert(blobs).from_select(
+        ins = dia.dialect_insert(blobs, "postgresql").from_select(
             ["repo_id", "hash", "kind", "data", "created_at"], rows
         )
         # a node written again refreshes created_at (gc's grace period; see put_blobs_in)
@@ -245,7 +247,7 @@ def pg_publish(nodes: bool, key: bool, session: bool) -> sa.Select[Any]:
         )
     )
     if key:
-        record = postgresql.insert(commit_keys).values(
+        record = dia.dialect_insert(commit_keys, "postgresql").values(
             repo_id=repo_id,
             branch=name,
             key=bind("p_key", commit_keys.c.key),
