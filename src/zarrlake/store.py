@@ -7,7 +7,7 @@ the session's opener (a picklable callable), so it never imports the session lay
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
 from zarr.abc.store import (
@@ -54,6 +54,8 @@ class StoreSession(Protocol):
 
     def locate(self, key: str) -> bytes | ChunkRef | None: ...
 
+    def locate_many(self, keys: Sequence[str]) -> list[bytes | ChunkRef | Exception | None]: ...
+
     def read_ref(
         self, ref: ChunkRef, start: int | None = None, end: int | None = None
     ) -> bytes: ...
@@ -83,16 +85,16 @@ Found = bytes | ChunkRef | None
 
 class _Lookups:
     """Key lookups made at the same moment on one event loop, answered together by one worker
-    thread, in turn: opening an array, zarr asks for ``zarr.json``, ``.zarray`` and
-    ``.zattrs`` at once, and in a writable session each lookup is a catalog statement (other
-    processes of the session may have staged the key). One thread sending them one after
-    another costs less than a thread each, contending for the interpreter and a connection
-    each. At most :attr:`BATCH` keys go to one thread."""
+    thread (:meth:`StoreSession.locate_many`): opening an array, zarr asks for
+    ``zarr.json``, ``.zarray`` and ``.zattrs`` at once, and reading many chunks asks for
+    each; in a writable session they are one catalog statement together (other processes of
+    the session may have staged a key) instead of a thread, a connection and a statement
+    each. At most :attr:`BATCH` keys go together."""
 
     BATCH = 64
 
-    def __init__(self, locate: Callable[[str], Found]) -> None:
-        self._locate = locate
+    def __init__(self, locate_many: Callable[[Sequence[str]], list[Found | Exception]]) -> None:
+        self._locate_many = locate_many
         self._open: dict[asyncio.AbstractEventLoop, list[tuple[str, asyncio.Future[Found]]]] = {}
         self._running: set[asyncio.Task[None]] = set()  # referenced until done
 
@@ -117,26 +119,18 @@ class _Lookups:
         task.add_done_callback(self._running.discard)
 
     async def _answer(self, batch: list[tuple[str, asyncio.Future[Found]]]) -> None:
+        answers: list[Found | BaseException]
         try:
-            answers = await asyncio.to_thread(self._locate_all, [key for key, _ in batch])
-        except BaseException as exc:  # the thread could not run: every lookup fails with it
-            answers = [(False, exc)] * len(batch)
-        for (_, future), (ok, value) in zip(batch, answers, strict=True):
+            answers = list(await asyncio.to_thread(self._locate_many, [k for k, _ in batch]))
+        except BaseException as exc:  # the lookup as a whole failed: so does every key
+            answers = [exc] * len(batch)
+        for (_, future), answer in zip(batch, answers, strict=True):
             if future.done():  # its caller was cancelled
                 continue
-            if ok:
-                future.set_result(value)  # type: ignore[arg-type]
+            if isinstance(answer, BaseException):  # that key's own error, for its caller
+                future.set_exception(answer)
             else:
-                future.set_exception(value)  # type: ignore[arg-type]
-
-    def _locate_all(self, keys: list[str]) -> list[tuple[bool, Found | BaseException]]:
-        out: list[tuple[bool, Found | BaseException]] = []
-        for key in keys:
-            try:
-                out.append((True, self._locate(key)))
-            except Exception as exc:  # that key's own error, for its caller alone
-                out.append((False, exc))
-        return out
+                future.set_result(answer)
 
 
 class LakeStore(Store):
@@ -170,7 +164,7 @@ class LakeStore(Store):
         self._opener = opener if opener is not None else session.opener()  # type: ignore[union-attr]
         self._session_obj = session
         self._epoch = process.epoch()
-        self._lookups = _Lookups(lambda key: self.session.locate(key))
+        self._lookups = _Lookups(lambda keys: self.session.locate_many(keys))
 
     @property
     def session(self) -> StoreSession:

@@ -486,3 +486,15 @@ def stage_reference_rows(
         coords = np.array([(r, c) for c in range(8)])
         offsets = np.full(8, slot * 16)
         s.put_virtual_columns("v", coords, [source] * 8, offsets, np.full(8, 16))
+
+
+def stage_for_lookups(url: str, name: str, session_id: str, source: str) -> None:
+    """Join session ``session_id`` and stage one row of each kind a lookup can find: chunk
+    ``a/c/2 := 11``, raw key ``notes/readme``, references of ``v``'s chunks 0..3 to
+    ``source`` (4 bytes each, at offsets 0, 4, 8, 12) and the drop of node ``old``."""
+    s = open_repo(url, name).session(session_id)
+    zarr.open_array(s.store, path="a", mode="r+")[2] = 11
+    s.write_sync("notes/readme", b"staged by another process")
+    s.put_virtual_refs("v", [((i,), source, 4 * i, 4) for i in range(4)])
+    s.delete_sync("old/zarr.json")
+    s.flush()

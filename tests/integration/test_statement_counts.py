@@ -139,3 +139,22 @@ def test_a_shipped_store_of_a_session_joined_here_opens_without_a_statement(
     s.abandon()
     with pytest.raises(zarrlake.SessionClosedError):
         sync(pickle.loads(shipped).set("a/c/4", buf))  # a closed session is not served
+
+
+# Reading every chunk of the 64-chunk array inside a writable session, zarr allowed to ask for
+# all of them at once: the store looks them up among the staged changes in one statement (the
+# array's opening asks for its metadata in two). Before this bound: one statement a chunk.
+READ_IN_SESSION = {"sqlite": 4, "postgresql": 4}
+
+
+def test_reading_many_chunks_in_a_writable_session_sends_few_statements(
+    make_repo: Callable[..., zarrlake.Repo],
+) -> None:
+    repo = _array_repo(make_repo)
+    s = repo.writable_session()
+    sync(s.store.set("a/c/9", default_buffer_prototype().buffer.from_bytes(bytes([4]))))
+    s.flush()
+    with statements(repo) as sent, zarr.config.set({"async.concurrency": 64}):
+        values = zarr.open_array(s.store, path="a", mode="r")[:]
+    assert values.tolist() == [4 if i == 9 else 1 for i in range(64)]
+    assert len(sent) <= READ_IN_SESSION[_dialect(repo)], "\n".join(sent)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
 import zarrlake
+from tests.integration._workers import run_children, stage_for_lookups
 
 PROTO = default_buffer_prototype()
 
@@ -86,3 +88,32 @@ def test_any_number_of_lookups_at_once_is_answered(make_repo, n: int) -> None:
     if n > 5:
         want[5] = 250
     np.testing.assert_array_equal(got, want)
+
+
+def test_many_keys_at_once_find_what_another_process_staged(make_repo, tmp_path: Path) -> None:
+    """One statement answers many lookups: each key still finds the row of its own kind
+    that another process of the session staged (a chunk, a raw key, references, a drop)."""
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    (archive / "src.bin").write_bytes(bytes(range(100, 116)))
+    repo = make_repo(virtual_sources={str(archive): {}})
+    s = repo.writable_session()
+    for path in ("a", "old"):
+        zarr.create_array(
+            s.store, name=path, shape=(8,), chunks=(1,), dtype="u1", compressors=None
+        )[:] = 1
+    zarr.create_array(s.store, name="v", shape=(16,), chunks=(4,), dtype="u1", compressors=None)
+    s.commit("arrays")
+    s = repo.writable_session()
+    url, name = repo.config.catalog, repo.name
+    run_children([(stage_for_lookups, (url, name, s.id, str(archive / "src.bin")))])
+    keys = [f"a/c/{i}" for i in range(8)] + [f"v/c/{i}" for i in range(4)]
+    keys += ["notes/readme", "old/zarr.json", "old/c/0"]
+
+    async def all_at_once() -> list[object]:
+        return await asyncio.gather(*(s.store.get(k, PROTO) for k in keys))
+
+    got = [None if b is None else b.to_bytes() for b in sync(all_at_once())]  # type: ignore[attr-defined]
+    assert got[:8] == [bytes([11 if i == 2 else 1]) for i in range(8)]
+    assert got[8:12] == [bytes(range(100 + 4 * i, 104 + 4 * i)) for i in range(4)]
+    assert got[12:] == [b"staged by another process", None, None]  # old was dropped

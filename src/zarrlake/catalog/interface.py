@@ -39,6 +39,9 @@ __all__ = [
 
 Nodes = dict[bytes, tuple[str, bytes]]
 Read = tuple[str, ChunkCoords | None] | str  # (node, chunk or None for metadata) or a raw key
+# one key's staged lookup, as SessionStore.get_staged takes it: (path, kind, coords, key, the
+# raw key of a chunk, the shard position of the batch that would hold it)
+StagedAsk = tuple[str, StagedKind, ChunkCoords, str, str | None, ChunkCoords | None]
 Reads = tuple[frozenset[tuple[str, ChunkCoords | None]], frozenset[str]]
 
 
@@ -160,6 +163,9 @@ class SessionStore(Protocol):
         raw_key: str | None = None,
         batch: ChunkCoords | None = None,
     ) -> dict[str, StagedEntry]: ...
+    def get_staged_many(
+        self, session_id: str, asks: Sequence[StagedAsk]
+    ) -> list[dict[str, StagedEntry]]: ...
     def record_reads(self, session_id: str, items: Iterable[Read]) -> None: ...
     def load_reads(self, session_id: str) -> Reads: ...
 

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 import zarrlake.catalog.dialect as dia
 from zarrlake.catalog.batches import stage_batches
 from zarrlake.catalog.db import Scoped
+from zarrlake.catalog.interface import StagedAsk
 from zarrlake.catalog.nodes import put_nodes
 from zarrlake.catalog.rows import (
     Read,
@@ -269,6 +270,28 @@ class SessionQueries(Scoped):
             rows = conn.execute(q, params).all()
         return {r.kind: staged_entry(r) for r in rows}
 
+    def get_staged_many(
+        self, session_id: str, asks: Sequence[StagedAsk]
+    ) -> list[dict[str, StagedEntry]]:
+        """:meth:`get_staged` of each of ``asks``, in one statement (of one shape for any
+        number of asks up to :data:`_MANY`; more take one statement per :data:`_MANY`)."""
+        out: list[dict[str, StagedEntry]] = []
+        for start in range(0, len(asks), _MANY):
+            part = asks[start : start + _MANY]
+            params: dict[str, Any] = {"p_sid": session_id}
+            for i, (path, kind, coords, key, raw_key, batch) in enumerate(part):
+                params[f"p_path{i}"] = path
+                params[f"p_kind{i}"] = kind
+                params[f"p_key{i}"] = coords_text(coords) if kind == "chunk" else key
+                params[f"p_raw{i}"] = raw_key  # None: no raw row is asked for
+                params[f"p_batch{i}"] = None if batch is None else coords_text(batch)
+            found: list[dict[str, StagedEntry]] = [{} for _ in part]
+            with self.db.read() as conn:
+                for r in conn.execute(_get_staged_many(len(part)), params):
+                    found[r[-1]][r.kind] = staged_entry(tuple(r)[:-1])
+            out += found
+        return out
+
     def record_reads(self, session_id: str, items: Iterable[Read]) -> None:
         values = read_values(session_id, items)
         if not values:
@@ -314,3 +337,30 @@ def _get_staged_query(raw: bool, batch: bool) -> Any:
 _GET_STAGED = {
     (raw, batch): _get_staged_query(raw, batch) for raw in (False, True) for batch in (False, True)
 }
+
+_MANY = 64  # asks per statement of get_staged_many
+
+
+@functools.lru_cache(maxsize=_MANY)
+def _get_staged_many(n: int) -> Any:
+    """:func:`_get_staged_query` for ``n`` keys at once: one arm per key (its parameters
+    suffixed by its number), each row tagged with the number of the key it answers."""
+
+    def arm(i: int) -> Any:
+        def p(name: str) -> Any:
+            return sa.bindparam(f"{name}{i}")
+
+        this = sa.and_(
+            staged.c.path == p("p_path"),
+            sa.or_(
+                sa.and_(staged.c.kind == p("p_kind"), staged.c.key == p("p_key")),
+                staged.c.kind.in_(("drop", "vshape")),
+                sa.and_(staged.c.kind == "vrefs", staged.c.key == p("p_batch")),
+            ),
+        )
+        raw = sa.and_(staged.c.path == "", staged.c.kind == "raw", staged.c.key == p("p_raw"))
+        return sa.select(*staged.c, sa.literal_column(str(i)).label("ask")).where(
+            staged.c.session_id == sa.bindparam("p_sid"), sa.or_(this, raw)
+        )
+
+    return arm(0) if n == 1 else sa.union_all(*(arm(i) for i in range(n)))

@@ -117,9 +117,9 @@ class Session(ABC):
         """``key`` matched no array: reload what other processes staged; retry if True."""
         return False
 
-    def _staged_lookup(self, t: Target) -> tuple[bool, ChunkRef | None]:
-        """(found, ref) of a chunk or raw key among the staged changes."""
-        return False, None
+    def _staged_lookups(self, targets: Sequence[Target]) -> list[tuple[bool, ChunkRef | None]]:
+        """(found, ref) of each chunk or raw key among the staged changes."""
+        return [(False, None)] * len(targets)
 
     def _before_read(self, t: Target) -> None:  # noqa: B027 - an optional hook
         """Called before each read of a key (serializable sessions record it)."""
@@ -170,15 +170,41 @@ class Session(ABC):
 
     def locate(self, key: str) -> bytes | ChunkRef | None:
         """What ``key`` holds in this view: metadata bytes, a chunk ref, or ``None``."""
-        t = self._target(key)
-        self._before_read(t)
-        if t.kind == "meta":
-            h = self._node_meta_hash(t.path)
-            return None if h is None else self._core.reader.meta_bytes(h)
-        if t.kind == "chunk" and not self._in_grid(t):
-            return None
-        found, ref = self._staged_lookup(t)
-        return ref if found else self._base_ref(t)
+        found = self.locate_many([key])[0]
+        if isinstance(found, Exception):
+            raise found
+        return found
+
+    def locate_many(self, keys: Sequence[str]) -> list[bytes | ChunkRef | Exception | None]:
+        """:meth:`locate` of each of ``keys``, the staged changes asked about all of them at
+        once; for a key that cannot be read, the error it alone raised."""
+        out: list[bytes | ChunkRef | Exception | None] = [None] * len(keys)
+        asked: list[tuple[int, Target]] = []
+        for i, key in enumerate(keys):
+            try:
+                t = self._target(key)
+                self._before_read(t)
+                if t.kind == "meta":
+                    h = self._node_meta_hash(t.path)
+                    out[i] = None if h is None else self._core.reader.meta_bytes(h)
+                elif t.kind == "raw" or self._in_grid(t):
+                    asked.append((i, t))
+            except Exception as exc:  # that key's own error (a malformed key), for its caller
+                out[i] = exc
+        if not asked:
+            return out
+        try:
+            found: list[Any] = self._staged_lookups([t for _, t in asked])
+        except Exception as exc:  # the one lookup failed (the catalog): so does every key asked
+            found = [exc] * len(asked)
+        for (i, t), f in zip(asked, found, strict=True):
+            try:
+                if isinstance(f, Exception):
+                    raise f
+                out[i] = f[1] if f[0] else self._base_ref(t)
+            except Exception as exc:
+                out[i] = exc
+        return out
 
     def _in_grid(self, t: Target) -> bool:
         nm = self._node_meta(t.path)

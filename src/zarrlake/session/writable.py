@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -18,7 +18,7 @@ from zarrlake.errors import (
     SessionExpiredError,
 )
 from zarrlake.faults import crash_point
-from zarrlake.model import ChunkRef, ReadSet, Root, StagedState, check_solver
+from zarrlake.model import ReadSet, Root, StagedState, check_solver
 from zarrlake.model.lifecycle import SessionStatus
 from zarrlake.model.records import CommitRecord, SessionRecord, StagedEntry
 from zarrlake.session.base import Session
@@ -33,6 +33,7 @@ from zarrlake.session.committer import (
 )
 from zarrlake.session.keys import Target, could_be_chunk_key, under
 from zarrlake.session.local import LocalRows
+from zarrlake.session.lookup import Found, staged_lookups
 from zarrlake.session.opener import SessionOpener
 from zarrlake.session.ops import (
     DropNode,
@@ -49,7 +50,7 @@ from zarrlake.session.ops import (
 )
 from zarrlake.session.record import SessionMirror
 from zarrlake.session.stager import Stager
-from zarrlake.session.virtual import batch_position, staged_batch_ref, staged_shape
+from zarrlake.session.virtual import staged_shape
 from zarrlake.types import SessionInfo, from_epoch, validate_metadata, validate_text
 
 if TYPE_CHECKING:
@@ -216,30 +217,13 @@ class WritableSession(Session):
         self._refresh_metas()  # another process may have created the array meanwhile
         return True
 
-    def _staged_lookup(self, t: Target) -> tuple[bool, ChunkRef | None]:
+    def _staged_lookups(self, targets: Sequence[Target]) -> list[Found]:
         if not self._open():
-            return False, None
-        local = self._local.get(t.slot)
-        if local is not None:
-            return True, local.ref
-        # a chunk may have been staged raw, written before its array existed
-        raw_key = t.store_key if t.kind == "chunk" else None
-        if raw_key is not None and (raw := self._local.get(("", "raw", (), raw_key))) is not None:
-            return True, raw.ref
-        guess, sessions = self._guess_batch_shape(t), self._core.catalog.sessions
-        found = sessions.get_staged(
-            self.id, t.path, t.kind, t.coords, t.key, raw_key, batch_position(t.coords, guess)
+            return [(False, None)] * len(targets)
+        sessions, dropped = self._core.catalog.sessions, lambda p: self._node_state(p)[1]
+        return staged_lookups(
+            sessions, self.id, targets, self._local, dropped, self._guess_batch_shape
         )
-        if t.kind in found:
-            return True, found[t.kind].ref
-        if (ref := staged_batch_ref(sessions, self.id, t.path, t.coords, guess, found)) is not None:
-            return True, ref
-        if "raw" in found:  # a raw row under a dropped node was staged after the drop
-            return True, found["raw"].ref
-        # a drop hides the node's base chunks; a raw key's path "" is no node's
-        if t.kind != "raw" and ("drop" in found or self._node_state(t.path)[1]):
-            return True, None
-        return False, None
 
     def _staged_batch_shape(self, path: str) -> tuple[int, ...] | None:
         return staged_shape(self._core.catalog.sessions, self.id, path)

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from zarrlake.catalog.interface import Nodes, Read, Reads
+from zarrlake.catalog.interface import Nodes, Read, Reads, StagedAsk
 from zarrlake.core import CatalogReader, RepoCore
 from zarrlake.errors import (
     AlreadyExistsError,
@@ -453,6 +453,11 @@ class _Sessions:
         if raw_key is not None and ("", "raw", (), raw_key) in staged:
             out["raw"] = staged[("", "raw", (), raw_key)]
         return out
+
+    def get_staged_many(
+        self, session_id: str, asks: Sequence[StagedAsk]
+    ) -> list[dict[str, StagedEntry]]:
+        return [self.get_staged(session_id, *a) for a in asks]
 
     def record_reads(self, session_id: str, items: Iterable[Read]) -> None:
         with self.db.lock:
