@@ -80,7 +80,7 @@ class StoreSession(Protocol):
     def delete_sync(self, key: str) -> None: ...
 
 
-Found = bytes | ChunkRef | None
+Located = bytes | ChunkRef | None  # what a key holds: metadata bytes, a chunk ref, nothing
 
 
 class _Lookups:
@@ -93,14 +93,14 @@ class _Lookups:
 
     BATCH = 64
 
-    def __init__(self, locate_many: Callable[[Sequence[str]], list[Found | Exception]]) -> None:
+    def __init__(self, locate_many: Callable[[Sequence[str]], list[Located | Exception]]) -> None:
         self._locate_many = locate_many
-        self._open: dict[asyncio.AbstractEventLoop, list[tuple[str, asyncio.Future[Found]]]] = {}
+        self._open: dict[asyncio.AbstractEventLoop, list[tuple[str, asyncio.Future[Located]]]] = {}
         self._running: set[asyncio.Task[None]] = set()  # referenced until done
 
-    async def locate(self, key: str) -> Found:
+    async def locate(self, key: str) -> Located:
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[Found] = loop.create_future()
+        future: asyncio.Future[Located] = loop.create_future()
         batch = self._open.get(loop)
         if batch is None:
             # answered once every lookup made at this moment has joined it
@@ -118,8 +118,8 @@ class _Lookups:
         self._running.add(task)
         task.add_done_callback(self._running.discard)
 
-    async def _answer(self, batch: list[tuple[str, asyncio.Future[Found]]]) -> None:
-        answers: list[Found | BaseException]
+    async def _answer(self, batch: list[tuple[str, asyncio.Future[Located]]]) -> None:
+        answers: list[Located | BaseException]
         try:
             answers = list(await asyncio.to_thread(self._locate_many, [k for k, _ in batch]))
         except BaseException as exc:  # the lookup as a whole failed: so does every key
@@ -243,7 +243,7 @@ class LakeStore(Store):
             data = await self._get_async(key, byte_range)
         return None if data is None else prototype.buffer.from_bytes(data)
 
-    async def _find(self, key: str) -> Found:
+    async def _find(self, key: str) -> Located:
         """What ``key`` holds: looked up in a worker thread, together with the lookups made
         at the same moment where a lookup is a catalog statement (a writable session)."""
         session = self.session
