@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from zarrlake.catalog.migrations.columns import add_column
 from zarrlake.catalog.schema import repos
 from zarrlake.model.virtual import SHA256_IDENTITY
 
@@ -17,10 +18,4 @@ ADDS = "the identity of each repo's virtual chunks (SHA-256 for existing repos)"
 
 
 def upgrade(conn: sa.Connection) -> None:
-    kind = repos.c.virtual_identity.type.compile(dialect=conn.dialect)
-    conn.execute(
-        sa.text(
-            f"ALTER TABLE {repos.name} ADD COLUMN virtual_identity {kind} NOT NULL "
-            f"DEFAULT '{SHA256_IDENTITY}'"
-        )
-    )
+    add_column(conn, repos.c.virtual_identity, default=SHA256_IDENTITY)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from zarrlake.catalog.migrations.columns import add_column
 from zarrlake.catalog.schema import moved, staged, tune_storage
 
 VERSION = 4
@@ -12,7 +13,6 @@ ADDS = "packed chunks and the chunks gc moved between packs"
 
 def upgrade(conn: sa.Connection) -> None:
     for name in ("pack", "pack_offset"):
-        kind = staged.c[name].type.compile(dialect=conn.dialect)
-        conn.execute(sa.text(f"ALTER TABLE {staged.name} ADD COLUMN {name} {kind}"))
+        add_column(conn, staged.c[name])
     moved.create(conn, checkfirst=True)
     tune_storage(conn)

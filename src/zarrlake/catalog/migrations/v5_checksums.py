@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from zarrlake.catalog.migrations.columns import add_column
 from zarrlake.catalog.schema import staged
 
 VERSION = 5
@@ -11,5 +12,4 @@ ADDS = "CRC32C read checksums of staged chunks"
 
 
 def upgrade(conn: sa.Connection) -> None:
-    kind = staged.c.crc.type.compile(dialect=conn.dialect)
-    conn.execute(sa.text(f"ALTER TABLE {staged.name} ADD COLUMN crc {kind}"))
+    add_column(conn, staged.c.crc)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from zarrlake.catalog.migrations.columns import add_column
 from zarrlake.catalog.schema import staged, virtual_sources
 
 VERSION = 6
@@ -12,6 +13,5 @@ ADDS = "virtual chunk references and the prefixes they may point under"
 
 
 def upgrade(conn: sa.Connection) -> None:
-    kind = staged.c.source.type.compile(dialect=conn.dialect)
-    conn.execute(sa.text(f"ALTER TABLE {staged.name} ADD COLUMN source {kind}"))
+    add_column(conn, staged.c.source)
     virtual_sources.create(conn)

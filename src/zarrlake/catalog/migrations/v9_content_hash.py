@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from zarrlake.catalog.migrations.columns import add_column
 from zarrlake.catalog.schema import repos
 from zarrlake.model.hashing import SHA256
 
@@ -15,9 +16,4 @@ ADDS = "the content hash of each repo's chunk objects (SHA-256 for existing repo
 
 
 def upgrade(conn: sa.Connection) -> None:
-    kind = repos.c.content_hash.type.compile(dialect=conn.dialect)
-    conn.execute(
-        sa.text(
-            f"ALTER TABLE {repos.name} ADD COLUMN content_hash {kind} NOT NULL DEFAULT '{SHA256}'"
-        )
-    )
+    add_column(conn, repos.c.content_hash, default=SHA256)
