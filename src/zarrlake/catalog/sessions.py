@@ -314,28 +314,33 @@ class SessionQueries(Scoped):
 _INSERT_SESSION = sa.insert(sessions)
 
 
-def _get_staged_query(raw: bool, batch: bool) -> Any:
+def _staged_condition(suffix: str, raw: bool, batch: bool) -> Any:
+    """The rows of one key's staged lookup (parameters named ``p_path{suffix}`` and so on):
+    its own row, the node's drop marker and batch shape, with ``batch`` the batch at its
+    shard position, with ``raw`` the raw row of its store key (a chunk written before its
+    array)."""
+
+    def p(name: str) -> Any:
+        return sa.bindparam(f"{name}{suffix}")
+
     alternatives = [
-        sa.and_(staged.c.kind == sa.bindparam("p_kind"), staged.c.key == sa.bindparam("p_key")),
+        sa.and_(staged.c.kind == p("p_kind"), staged.c.key == p("p_key")),
         staged.c.kind.in_(("drop", "vshape")),
     ]
     if batch:
-        alternatives.append(
-            sa.and_(staged.c.kind == "vrefs", staged.c.key == sa.bindparam("p_batch"))
-        )
-    this = sa.and_(staged.c.path == sa.bindparam("p_path"), sa.or_(*alternatives))
-    if raw:  # the raw entry of the store key, too (a chunk written before its array)
+        alternatives.append(sa.and_(staged.c.kind == "vrefs", staged.c.key == p("p_batch")))
+    this = sa.and_(staged.c.path == p("p_path"), sa.or_(*alternatives))
+    if raw:
         this = sa.or_(
-            this,
-            sa.and_(
-                staged.c.path == "", staged.c.kind == "raw", staged.c.key == sa.bindparam("p_raw")
-            ),
+            this, sa.and_(staged.c.path == "", staged.c.kind == "raw", staged.c.key == p("p_raw"))
         )
-    return sa.select(staged).where(staged.c.session_id == sa.bindparam("p_sid"), this)
+    return sa.and_(staged.c.session_id == sa.bindparam("p_sid"), this)
 
 
 _GET_STAGED = {
-    (raw, batch): _get_staged_query(raw, batch) for raw in (False, True) for batch in (False, True)
+    (raw, batch): sa.select(staged).where(_staged_condition("", raw, batch))
+    for raw in (False, True)
+    for batch in (False, True)
 }
 
 _MANY = 64  # asks per statement of get_staged_many
@@ -343,24 +348,12 @@ _MANY = 64  # asks per statement of get_staged_many
 
 @functools.lru_cache(maxsize=_MANY)
 def _get_staged_many(n: int) -> Any:
-    """:func:`_get_staged_query` for ``n`` keys at once: one arm per key (its parameters
-    suffixed by its number), each row tagged with the number of the key it answers."""
+    """The staged lookups of ``n`` keys at once: one arm per key (its parameters suffixed by
+    its number; a key asking for no raw row or batch passes None there), each row tagged
+    with the number of the key it answers."""
 
     def arm(i: int) -> Any:
-        def p(name: str) -> Any:
-            return sa.bindparam(f"{name}{i}")
-
-        this = sa.and_(
-            staged.c.path == p("p_path"),
-            sa.or_(
-                sa.and_(staged.c.kind == p("p_kind"), staged.c.key == p("p_key")),
-                staged.c.kind.in_(("drop", "vshape")),
-                sa.and_(staged.c.kind == "vrefs", staged.c.key == p("p_batch")),
-            ),
-        )
-        raw = sa.and_(staged.c.path == "", staged.c.kind == "raw", staged.c.key == p("p_raw"))
-        return sa.select(*staged.c, sa.literal_column(str(i)).label("ask")).where(
-            staged.c.session_id == sa.bindparam("p_sid"), sa.or_(this, raw)
-        )
+        tag: Any = sa.literal_column(str(i)).label("ask")
+        return sa.select(*staged.c, tag).where(_staged_condition(str(i), True, True))
 
     return arm(0) if n == 1 else sa.union_all(*(arm(i) for i in range(n)))
