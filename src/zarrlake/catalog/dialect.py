@@ -69,7 +69,10 @@ def make_engine(url: str) -> sa.Engine:
         )
         configure_engine(engine)
         return engine
+    from zarrlake.catalog.pg_arrays import send_binary  # psycopg: PostgreSQL catalogs only
+
     engine = sa.create_engine(parsed, pool_size=8, max_overflow=16, pool_use_lifo=True)
+    send_binary(engine)
     ping_when_idle(engine)
     return engine
 

@@ -193,6 +193,8 @@ def pg_publish(nodes: bool, key: bool, session: bool) -> sa.Select[Any]:
 
     from sqlalchemy.dialects.postgresql import ARRAY  # only a PostgreSQL catalog loads it
 
+    from zarrlake.catalog.pg_arrays import ByteaArray
+
     def bind(name: str, column: sa.Column[Any]) -> sa.BindParameter[Any]:
         return sa.bindparam(name, type_=column.type)
 
@@ -202,9 +204,9 @@ def pg_publish(nodes: bool, key: bool, session: bool) -> sa.Select[Any]:
     if nodes:
         arrays = (
             sa.func.unnest(
-                sa.bindparam("b_hashes", type_=ARRAY(sa.LargeBinary)),
+                sa.bindparam("b_hashes", type_=ByteaArray()),
                 sa.bindparam("b_kinds", type_=ARRAY(sa.String)),
-                sa.bindparam("b_datas", type_=ARRAY(sa.LargeBinary)),
+                sa.bindparam("b_datas", type_=ByteaArray()),
             )
             .table_valued("h", "k", "d")
             .render_derived()

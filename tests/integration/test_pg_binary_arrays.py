@@ -1,0 +1,83 @@
+"""A commit's new catalog nodes reach PostgreSQL as a binary array, and come back byte for
+byte. (As a text array literal, every byte is escaped by the client and parsed again by the
+server: a one-chunk commit's statement, carrying a 65 KB shard, took 3.1 ms that way and 1.1
+ms in binary.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+import pytest
+import sqlalchemy as sa
+import zarr
+from psycopg import pq
+from psycopg.adapt import PyFormat
+
+import zarrlake
+from tests.conftest import PG_URL, _need_postgres, unique
+
+
+class _Capture:
+    """The parameters of each publish statement, with the format psycopg dumps them in."""
+
+    def __init__(self) -> None:
+        self.formats: list[dict[str, pq.Format]] = []
+
+    def __call__(
+        self, conn: Any, cursor: Any, statement: str, params: Any, context: Any, many: bool
+    ) -> None:
+        if not statement.startswith("WITH zl_w0"):
+            return
+        adapters = cursor.connection.adapters
+        self.formats.append(
+            {
+                name: adapters.get_dumper(type(params[name]), PyFormat.AUTO).format
+                for name in ("b_hashes", "b_datas")
+            }
+        )
+
+
+@pytest.mark.postgres
+def test_commit_sends_its_nodes_as_binary_arrays(tmp_path: Path) -> None:
+    _need_postgres()
+    repo = zarrlake.Repo.create(catalog=PG_URL, storage=str(tmp_path / "o"), name=unique())
+    capture = _Capture()
+    sa.event.listen(sa.Engine, "before_cursor_execute", capture)
+    try:
+        s = repo.writable_session("main")
+        zarr.create_array(s.store, name="a", shape=(8,), chunks=(2,), dtype="i4")[:] = 7
+        s.commit("nodes")
+    finally:
+        sa.event.remove(sa.Engine, "before_cursor_execute", capture)
+    assert capture.formats == [{"b_hashes": pq.Format.BINARY, "b_datas": pq.Format.BINARY}]
+
+
+@pytest.mark.postgres
+def test_other_lists_keep_psycopgs_text_format() -> None:
+    """The binary dumper is registered for the catalog's own list class only."""
+    _need_postgres()
+    repo_url = sa.make_url(PG_URL).set(drivername="postgresql").render_as_string(False)
+    with psycopg.connect(repo_url) as conn:
+        assert conn.adapters.get_dumper(list, PyFormat.AUTO).format == pq.Format.TEXT
+
+
+@pytest.mark.postgres
+def test_every_byte_value_survives_the_binary_array(tmp_path: Path) -> None:
+    """Inline chunks (kept in the manifest shard) holding every byte value, NUL, quote and
+    backslash included, read back unchanged in a fresh process's view of the catalog."""
+    _need_postgres()
+    name = unique()
+    repo = zarrlake.Repo.create(catalog=PG_URL, storage=str(tmp_path / "o"), name=name)
+    data = np.arange(256, dtype="u1")
+    s = repo.writable_session("main")
+    arr = zarr.create_array(
+        s.store, name="b", shape=(256,), chunks=(256,), dtype="u1", compressors=None
+    )
+    arr[:] = data
+    commit = s.commit("every byte")
+    again = zarrlake.Repo.open(catalog=PG_URL, name=name)
+    got = zarr.open_array(again.readonly_session(commit).store, path="b", mode="r")[:]
+    np.testing.assert_array_equal(got, data)
