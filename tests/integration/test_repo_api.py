@@ -351,3 +351,12 @@ def test_committing_to_a_branch_deleted_meanwhile_says_so(
     with pytest.raises(zarrlake.SessionClosedError, match="no longer exists"):
         s.commit("lost branch")
     assert "dev" not in repo.branches()
+
+
+def test_a_session_on_a_missing_branch_is_refused_and_leaves_no_session(
+    repo: zarrlake.Repo,
+) -> None:
+    before = repo.sessions(include_closed=True)
+    with pytest.raises(zarrlake.NotFoundError, match="no branch 'nope'"):
+        repo.writable_session("nope")
+    assert repo.sessions(include_closed=True) == before

@@ -24,8 +24,12 @@ from zarrlake.core import forget_cores
 # Before this bound: 25 on SQLite, 21 on PostgreSQL, then 17 and 10 until the commit stopped
 # reading the branch head before its transaction (the compare-and-swap checks it). One of
 # them is the branch's gate (its checks and protection, read in one statement before the
-# commit is built).
-ONE_CHUNK_COMMIT = {"sqlite": 16, "postgresql": 9}
+# commit is built). PostgreSQL sent 9 until a session opened in one statement.
+ONE_CHUNK_COMMIT = {"sqlite": 16, "postgresql": 8}
+# Opening a writable session: the branch head read and the session inserted. PostgreSQL does
+# both in one statement outside an explicit transaction (no BEGIN or COMMIT either); it sent
+# two in a transaction before. SQLite: BEGIN IMMEDIATE and the two statements, in process.
+OPEN_SESSION = {"sqlite": 3, "postgresql": 1}
 # A fresh handle opening the head commit by id and reading one chunk: the ref lookup, the
 # commit with its root, the metadata documents with the manifest indexes, the shard.
 # Before this bound: 10 on SQLite, 5 on PostgreSQL.
@@ -80,6 +84,19 @@ def test_one_chunk_commit_sends_few_statements(make_repo: Callable[..., zarrlake
     with statements(repo) as sent:
         _one_chunk_commit(repo, 1, 3)
     assert len(sent) <= ONE_CHUNK_COMMIT[_dialect(repo)], "\n".join(sent)
+
+
+def test_opening_a_session_sends_few_statements(make_repo: Callable[..., zarrlake.Repo]) -> None:
+    repo = _array_repo(make_repo)
+    repo.writable_session()  # warm
+    with statements(repo) as sent:
+        s = repo.writable_session()
+    assert len(sent) <= OPEN_SESSION[_dialect(repo)], "\n".join(sent)
+    assert s.base_commit == repo.branches()["main"]
+    opened = [i for i in repo.sessions() if i.id == s.id]
+    assert [(i.status, i.branch, i.base_commit) for i in opened] == [
+        ("open", "main", s.base_commit)
+    ]
 
 
 def test_commit_transaction_sends_few_statements(
