@@ -109,6 +109,7 @@ class CommitPublisher(Protocol):
         nodes: Nodes,
         *,
         session_id: str | None = None,
+        staging: Sequence[StagedEntry] = (),
         require: Sequence[str] = (),
         action: str = "commit",
         idempotency_key: str | None = None,

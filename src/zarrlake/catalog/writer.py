@@ -19,11 +19,12 @@ from zarrlake.catalog.keys import recorded_key
 from zarrlake.catalog.nodes import put_nodes
 from zarrlake.catalog.pulls import mark_merged
 from zarrlake.catalog.refs import log_ref
+from zarrlake.catalog.rows import staged_values
 from zarrlake.catalog.schema import commits, refs
 from zarrlake.catalog.sessions import refuse_session
 from zarrlake.errors import AlreadyExistsError, NotFoundError, RefMovedError
 from zarrlake.faults import crash_point
-from zarrlake.model.records import CommitRecord, RefUpdate
+from zarrlake.model.records import CommitRecord, RefUpdate, StagedEntry
 
 __all__ = ["CommitWriter", "write_first_commit"]
 
@@ -104,6 +105,7 @@ class CommitWriter(Scoped):
         nodes: Nodes,
         *,
         session_id: str | None = None,
+        staging: Sequence[StagedEntry] = (),
         require: Sequence[str] = (),
         action: str = "commit",
         idempotency_key: str | None = None,
@@ -116,6 +118,9 @@ class CommitWriter(Scoped):
         session_id
             The session committing: it must be open and unexpired, must not stage objects
             that garbage collection is deleting, and is closed in the same transaction.
+        staging
+            Rows of that session the commit includes and the session has not staged: gc's
+            claims are checked against them as against its staged rows.
         require
             Commits the new one was built from (merges, reverts): they must still exist
             (``expire`` may have dropped one); their rows are share-locked until the end.
@@ -156,6 +161,8 @@ class CommitWriter(Scoped):
             if locked is None or locked.head is None:
                 raise NotFoundError(f"branch {branch!r} no longer exists")
             if session_id is not None and locked.claims:
+                if staging:  # what gc's claims are checked against (dropped below)
+                    dia.execute_many(conn, db.upsert_staged, staged_values(session_id, staging))
                 refuse_swept_hits(conn, rid, session_id)
             done = recorded_key(conn, rid, branch, idempotency_key, locked.head)
             if done is None:

@@ -13,7 +13,7 @@ from zarrlake.core.webhooks import deliver
 from zarrlake.errors import EmptyCommitError
 from zarrlake.model import ChangeSet, Root, StagedState, build_snapshot, content_hash
 from zarrlake.model.overlay import Overlay
-from zarrlake.model.records import CommitRecord
+from zarrlake.model.records import CommitRecord, StagedEntry
 from zarrlake.types import new_commit_id
 
 __all__ = ["BuiltCommit", "publish_commit"]
@@ -44,6 +44,7 @@ def publish_commit(
     allow_empty: bool,
     empty_message: str,
     session_id: str | None = None,
+    staging: Sequence[StagedEntry] = (),
     require: Sequence[str] = (),
     action: str = "commit",
     idempotency_key: str | None = None,
@@ -54,7 +55,8 @@ def publish_commit(
     at ``head``; ``None`` if it moved (the caller rebases and retries).
 
     ``extra_blobs`` are nodes the staged changes reference that are not stored yet (merged
-    metadata documents of a rebase or merge).
+    metadata documents of a rebase or merge); ``staging``, rows of session ``session_id``
+    in ``staged`` that the session has not staged yet (the commit's transaction does).
 
     Before the branch moves, the branch's gate runs (:mod:`.gate`): a protected branch
     refuses a direct ``event`` (``"commit"`` or ``"merge"``) unless it merges pull request
@@ -102,6 +104,7 @@ def publish_commit(
         row,
         blobs,
         session_id=session_id,
+        staging=staging,
         require=require,
         action=action,
         idempotency_key=idempotency_key,

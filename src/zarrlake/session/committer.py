@@ -56,6 +56,7 @@ class Staged:
     state: StagedState
     read_set: ReadSetLoader  # (nodes, raw keys) a serializable session read; else (None, None)
     base_row: CommitRecord | None = None  # the base commit's record, when the session has it
+    unsent: tuple[StagedEntry, ...] = ()  # rows of ``state`` the commit transaction stages
 
 
 def check_idempotency_key(key: object) -> str | None:
@@ -195,6 +196,7 @@ def commit_staged(
                 empty_message=f"session {s.session_id} changes nothing against {s.branch!r} "
                 "(allow_empty=True records it anyway)",
                 session_id=s.session_id,
+                staging=s.unsent,
                 idempotency_key=idempotency_key,
             )
         except EmptyCommitError:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager, suppress
 from typing import Protocol
 
 from zarrlake.catalog.interface import Read, SessionStore
@@ -119,6 +121,49 @@ class Stager:
                 self.waiters -= 1
             if self.failures != failures and self.error is not None:
                 raise self.error
+
+    def take_rows(self) -> list[tuple[StagedEntry, Future[None]]] | None:
+        """Hand the queued operations over to a caller that stages them in a transaction of
+        its own (a commit: one transaction fewer), once the batch being written is done.
+
+        Only plain rows are handed over (chunks and raw keys: no document, drop or read to
+        record); otherwise, or after a failed batch, nothing is taken and ``None`` returned,
+        and the caller flushes the usual way. The caller resolves the futures once its
+        transaction committed, or gives the rows back (:meth:`give_back`)."""
+        with self.cond:
+            while self.inflight:
+                self.cond.wait(timeout=1.0)
+            if self.parked or not all(_plain(op) for op, _ in self.pending):
+                return None
+            taken = [(op.row, fut) for op, fut in self.pending if isinstance(op, PutRow)]
+            self.pending = []
+            self.held_since = None
+            self.cond.notify_all()
+            return taken
+
+    def give_back(self, taken: list[tuple[StagedEntry, Future[None]]]) -> None:
+        """Queue rows taken by :meth:`take_rows` again, ahead of everything queued since."""
+        with self.cond:
+            self.pending[:0] = [(PutRow(row), fut) for row, fut in taken]
+            self._wake()
+
+    @contextmanager
+    def handed_over(self) -> Iterator[tuple[StagedEntry, ...] | None]:
+        """:meth:`take_rows` for the ``with`` block (``None``: nothing taken). If the block
+        raises, the rows are given back and staged before the error propagates, so a failed
+        commit leaves everything staged as a flush would have; if it completes, their
+        futures resolve (the block's transaction staged them, or made them moot)."""
+        taken = self.take_rows()
+        try:
+            yield None if taken is None else tuple(row for row, _ in taken)
+        except BaseException:
+            if taken:
+                self.give_back(taken)
+                with suppress(Exception):  # the block's error is the one to report
+                    self.flush()
+            raise
+        for _, fut in taken or ():
+            fut.set_result(None)
 
     def close(self) -> None:
         """The session is closed here: the thread ends once the queue is empty, instead of
@@ -247,6 +292,10 @@ class Stager:
             with self.cond:
                 self.inflight = 0
                 self.cond.notify_all()
+
+
+def _plain(op: Op) -> bool:
+    return isinstance(op, PutRow) and op.doc is None and op.row.kind in ("chunk", "raw")
 
 
 def _in_pack(op: Op, pack: bytes) -> bool:

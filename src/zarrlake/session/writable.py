@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from datetime import datetime, timedelta
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from zarrlake.catalog.interface import Read
@@ -237,12 +238,13 @@ class WritableSession(Session):
         if t.kind == "meta" and self._open():
             self._refresh_node(t.path)
 
-    def _staged_state(self) -> StagedState:
+    def _staged_state(self, unsent: tuple[StagedEntry, ...] = ()) -> StagedState:
+        """The session's staged changes: the catalog's rows, then ``unsent`` over them."""
         state = StagedState()
         if not self._open():
             return state
         self._stager.flush()
-        return staged_state(self._core.catalog.sessions.iter_staged(self.id))
+        return staged_state(chain(self._core.catalog.sessions.iter_staged(self.id), unsent))
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -502,28 +504,33 @@ class WritableSession(Session):
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0:
             raise InvalidInputError(f"timeout must be a number of seconds >= 0, got {timeout!r}")
         self.check_writable()
-        self.flush()
-        staged = self._staged()
-        if key is not None and (found := recorded_commit(self._core, staged, key)) is not None:
-            self._mark_committed(found)
-            return found
-        if staged.state.is_empty() and not allow_empty:
-            raise EmptyCommitError(
-                f"session {self.id} has no changes to commit (allow_empty=True records one anyway)"
+        # Rows still queued here are staged by the commit's own transaction, not by one of
+        # the stager's first (one transaction fewer); a failed commit leaves them staged.
+        with self._stager.handed_over() as unsent:
+            if unsent is None:
+                self.flush()
+            staged = self._staged(unsent or ())
+            if key is not None and (found := recorded_commit(self._core, staged, key)):
+                self._mark_committed(found)
+                return found
+            if staged.state.is_empty() and not allow_empty:
+                raise EmptyCommitError(
+                    f"session {self.id} has no changes to commit (allow_empty=True records one "
+                    "anyway)"
+                )
+            if has_objects(staged.state):  # inline chunks and metadata live in the catalog
+                self._core.objects.sync()
+            crash_point("commit.synced")
+            built = commit_staged(
+                self._core,
+                staged,
+                message,
+                metadata=metadata,
+                allow_empty=allow_empty,
+                solver=solver,
+                timeout=float(timeout),
+                idempotency_key=key,
             )
-        if has_objects(staged.state):  # inline chunks and metadata live in the catalog
-            self._core.objects.sync()
-        crash_point("commit.synced")
-        built = commit_staged(
-            self._core,
-            staged,
-            message,
-            metadata=metadata,
-            allow_empty=allow_empty,
-            solver=solver,
-            timeout=float(timeout),
-            idempotency_key=key,
-        )
         crash_point("commit.done")
         self._mark_committed(built.id, built.root)
         return built.id
@@ -556,16 +563,17 @@ class WritableSession(Session):
         self.flush()
         return load_read_set(self._core, self.id)
 
-    def _staged(self) -> Staged:
+    def _staged(self, unsent: tuple[StagedEntry, ...] = ()) -> Staged:
         return Staged(
             self.id,
             self.branch,
             self._record.row.author,
             self.base_commit,
             self._base_root,
-            self._staged_state(),
+            self._staged_state(unsent),
             self._read_set,
             self._base_row,
+            unsent,
         )
 
     def _mark_committed(self, commit: str, root: Root | None = None) -> None:

@@ -26,13 +26,7 @@ from zarrlake.model import Root, content_hash
 from zarrlake.model.batches import stage_batch
 from zarrlake.model.graph import reach
 from zarrlake.model.hashing import DEFAULT_CONTENT_HASH, chunk_hasher
-from zarrlake.model.records import (
-    CommitRecord,
-    RefUpdate,
-    SessionRecord,
-    StagedEntry,
-    StagedKind,
-)
+from zarrlake.model.records import CommitRecord, RefUpdate, SessionRecord, StagedEntry, StagedKind
 from zarrlake.model.virtual import DEFAULT_VIRTUAL_IDENTITY as DEFAULT_IDENTITY
 from zarrlake.objects import open_object_store
 from zarrlake.repo import Repo
@@ -268,6 +262,7 @@ class _Writer:
         nodes: Nodes,
         *,
         session_id: str | None = None,
+        staging: Sequence[StagedEntry] = (),  # no gc here: the rows go with the session
         require: Sequence[str] = (),
         action: str = "commit",
         idempotency_key: str | None = None,
