@@ -37,6 +37,10 @@ OPEN_SESSION = {"sqlite": 3, "postgresql": 1}
 # commit with its root, the metadata documents with the manifest indexes, the shard.
 # Before this bound: 10 on SQLite, 5 on PostgreSQL.
 OPEN_AND_READ = {"sqlite": 4, "postgresql": 4}
+# Opening an array inside a writable session: zarr asks for its zarr.json (whose node another
+# process of the session may have changed) and the v2 documents at once, answered by one
+# statement. Before this bound: 2 (the node's metadata was refreshed by a statement of its own).
+OPEN_ARRAY_IN_SESSION = {"sqlite": 1, "postgresql": 1}
 # The commit transaction alone (insert_commit), between BEGIN and COMMIT.
 COMMIT_TX = {"sqlite": 7, "postgresql": 3}
 # A fresh handle's diff of two commits by id: both refs looked up, both commits with their
@@ -105,6 +109,17 @@ def test_opening_a_session_sends_few_statements(make_repo: Callable[..., zarrlak
     assert [(i.status, i.branch, i.base_commit) for i in opened] == [
         ("open", "main", s.base_commit)
     ]
+
+
+def test_opening_an_array_in_a_writable_session_sends_few_statements(
+    make_repo: Callable[..., zarrlake.Repo],
+) -> None:
+    repo = _array_repo(make_repo)
+    s = repo.writable_session()
+    with statements(repo) as sent:
+        arr = zarr.open_array(s.store, path="a", mode="r+")
+    assert arr.shape == (64,)
+    assert len(sent) <= OPEN_ARRAY_IN_SESSION[_dialect(repo)], "\n".join(sent)
 
 
 def test_commit_transaction_sends_few_statements(

@@ -118,7 +118,8 @@ class Session(ABC):
         return False
 
     def _staged_lookups(self, targets: Sequence[Target]) -> list[tuple[bool, ChunkRef | None]]:
-        """(found, ref) of each chunk or raw key among the staged changes."""
+        """(found, ref) of each chunk or raw key among the staged changes; a metadata key's
+        lookup refreshes its node's staged state instead (what ``_node_state`` answers)."""
         return [(False, None)] * len(targets)
 
     def _before_read(self, t: Target) -> None:  # noqa: B027 - an optional hook
@@ -184,10 +185,7 @@ class Session(ABC):
             try:
                 t = self._target(key)
                 self._before_read(t)
-                if t.kind == "meta":
-                    h = self._node_meta_hash(t.path)
-                    out[i] = None if h is None else self._core.reader.meta_bytes(h)
-                elif t.kind == "raw" or self._in_grid(t):
+                if t.kind in ("meta", "raw") or self._in_grid(t):
                     asked.append((i, t))
             except Exception as exc:  # that key's own error (a malformed key), for its caller
                 out[i] = exc
@@ -201,7 +199,11 @@ class Session(ABC):
             try:
                 if isinstance(f, Exception):
                     raise f
-                out[i] = f[1] if f[0] else self._base_ref(t)
+                if t.kind == "meta":
+                    h = self._node_meta_hash(t.path)
+                    out[i] = None if h is None else self._core.reader.meta_bytes(h)
+                else:
+                    out[i] = f[1] if f[0] else self._base_ref(t)
             except Exception as exc:
                 out[i] = exc
         return out

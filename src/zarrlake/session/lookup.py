@@ -27,15 +27,22 @@ def staged_lookups(
     local: LocalRows,
     dropped: Callable[[str], bool],
     guess: Callable[[Target], tuple[int, ...] | None],
+    node: Callable[[str, Mapping[str, StagedEntry]], None],
 ) -> list[Found]:
     """What session ``session_id`` staged for each of ``targets`` (chunk or raw keys).
     ``local``: this process's rows; ``dropped(path)``: whether this process knows the node
     at ``path`` dropped; ``guess(t)``: the shard shape references to ``t`` are usually
-    staged with (:func:`~zarrlake.session.virtual.staged_batch_ref`)."""
+    staged with (:func:`~zarrlake.session.virtual.staged_batch_ref`). A metadata key is
+    always asked of the catalog, in the same statement, and what it found for the node
+    (its ``meta`` and ``drop`` rows) handed to ``node(path, found)``."""
     out: list[Found] = [(False, None)] * len(targets)
     asks: list[StagedAsk] = []
     left: list[tuple[int, Target, tuple[int, ...] | None]] = []
     for i, t in enumerate(targets):
+        if t.kind == "meta":
+            asks.append((t.path, "meta", (), "", None, None))
+            left.append((i, t, None))
+            continue
         # a chunk may have been staged raw, written before its array existed
         raw_key = t.store_key if t.kind == "chunk" else None
         mine = local.get(t.slot)
@@ -50,7 +57,10 @@ def staged_lookups(
     if asks:
         answers = sessions.get_staged_many(session_id, asks)
         for (i, t, shape), found in zip(left, answers, strict=True):
-            out[i] = _decide(sessions, session_id, t, shape, found, dropped)
+            if t.kind == "meta":
+                node(t.path, found)
+            else:
+                out[i] = _decide(sessions, session_id, t, shape, found, dropped)
     return out
 
 

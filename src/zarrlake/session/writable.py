@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import datetime, timedelta
 from itertools import chain
@@ -192,11 +192,10 @@ class WritableSession(Session):
                         metas.pop(path, None)
             self._metas = metas
 
-    def _refresh_node(self, path: str) -> None:
-        """Reload one node's staged metadata: another process of the session may have changed
-        it (read-uncommitted inside a session). This process's unflushed writes still win."""
-        start = self._epoch
-        found = self._core.catalog.sessions.get_staged(self.id, path, "meta")
+    def _refreshed_node(self, path: str, found: Mapping[str, StagedEntry], start: int) -> None:
+        """One node's staged metadata as the catalog answered (asked at ``self._epoch ==
+        start``): another process of the session may have changed it (read-uncommitted
+        inside a session). This process's writes that landed since, or unflushed, still win."""
         ref = found["meta"].ref if "meta" in found else None
         meta = None if ref is None else ref.hash
         state = (meta, "drop" in found)
@@ -222,8 +221,15 @@ class WritableSession(Session):
         if not self._open():
             return [(False, None)] * len(targets)
         sessions, dropped = self._core.catalog.sessions, lambda p: self._node_state(p)[1]
+        start = self._epoch
         return staged_lookups(
-            sessions, self.id, targets, self._local, dropped, self._guess_batch_shape
+            sessions,
+            self.id,
+            targets,
+            self._local,
+            dropped,
+            self._guess_batch_shape,
+            lambda path, found: self._refreshed_node(path, found, start),
         )
 
     def _staged_batch_shape(self, path: str) -> tuple[int, ...] | None:
@@ -235,8 +241,6 @@ class WritableSession(Session):
                 t.key if t.kind == "raw" else (t.path, t.coords if t.kind == "chunk" else None)
             )
             self._reads.add(read)
-        if t.kind == "meta" and self._open():
-            self._refresh_node(t.path)
 
     def _staged_state(self, unsent: tuple[StagedEntry, ...] = ()) -> StagedState:
         """The session's staged changes: the catalog's rows, then ``unsent`` over them."""
