@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import psycopg
 import pytest
 import sqlalchemy as sa
 import zarr
@@ -18,6 +17,8 @@ from psycopg.adapt import PyFormat
 
 import zarrlake
 from tests.conftest import PG_URL, _need_postgres, unique
+from zarrlake.catalog.pg_arrays import BinaryList
+from zarrlake.testing import LakeProbe
 
 
 class _Capture:
@@ -56,12 +57,15 @@ def test_commit_sends_its_nodes_as_binary_arrays(tmp_path: Path) -> None:
 
 
 @pytest.mark.postgres
-def test_other_lists_keep_psycopgs_text_format() -> None:
-    """The binary dumper is registered for the catalog's own list class only."""
+def test_other_lists_keep_psycopgs_text_format(tmp_path: Path) -> None:
+    """The catalog's connections dump its own list class in binary, every other list as
+    psycopg does by default (text: binary needs every element's type)."""
     _need_postgres()
-    repo_url = sa.make_url(PG_URL).set(drivername="postgresql").render_as_string(False)
-    with psycopg.connect(repo_url) as conn:
-        assert conn.adapters.get_dumper(list, PyFormat.AUTO).format == pq.Format.TEXT
+    repo = zarrlake.Repo.create(catalog=PG_URL, storage=str(tmp_path / "o"), name=unique())
+    with LakeProbe(repo).sql() as conn:
+        adapters = conn.connection.driver_connection.adapters
+        assert adapters.get_dumper(BinaryList, PyFormat.AUTO).format == pq.Format.BINARY
+        assert adapters.get_dumper(list, PyFormat.AUTO).format == pq.Format.TEXT
 
 
 @pytest.mark.postgres
