@@ -226,17 +226,28 @@ def test_dedup_against_a_marked_object_keeps_it(lake: zarrlake.Repo) -> None:
     assert repo.fsck(verify=True).ok
 
 
-def test_commit_staging_an_object_gc_deleted_is_refused(lake: zarrlake.Repo) -> None:
+@pytest.mark.parametrize("row", ["staged", "queued"])
+def test_commit_staging_an_object_gc_deleted_is_refused(
+    lake: zarrlake.Repo, monkeypatch: pytest.MonkeyPatch, row: str
+) -> None:
     """The race itself, step by step: a session checks that an object exists (dedup), gc
-    deletes it before the session stages its row, then the session commits."""
+    deletes it before the session stages its row, then the session commits. ``queued``: the
+    row is still queued in this process when the commit starts (the write-behind stager waits
+    for company), so the commit's own transaction stages it; gc's claims are checked against
+    it all the same, and the refused commit leaves it staged, as a flush would have."""
     repo = lake
     head = commit_value(repo, 1)
     stage_value(repo, 9).abandon()
     s = repo.writable_session()
-    stage = s.stage_later("a/c/0", np.full(CHUNK, 9, "<i8").tobytes())  # dedup: it exists
+    if row == "queued":
+        monkeypatch.setattr(Stager, "LINGER", 600.0)
+        zarr.open_array(s.store, path="a", mode="r+")[0:CHUNK] = 9  # dedup: it exists
+    else:
+        stage = s.stage_later("a/c/0", np.full(CHUNK, 9, "<i8").tobytes())  # dedup: it exists
     repo.gc(timedelta(0))  # the row is not staged yet: the object is garbage, and goes
     assert h(9) not in objects(repo)
-    stage()
+    if row == "staged":
+        stage()
     with pytest.raises(zarrlake.ObjectMissingError, match="garbage collection"):
         s.commit("references a deleted object")
     assert repo.resolve("main") == head
@@ -254,30 +265,6 @@ def test_commit_staging_an_object_gc_deleted_is_refused(lake: zarrlake.Repo) -> 
     assert h(9) in objects(repo)
     assert repo.fsck(verify=True).ok
     assert zarr.open_array(repo.readonly_session(ref=commit).store, path="a")[0] == 9
-
-
-def test_a_commit_staging_its_queued_row_itself_is_refused_all_the_same(
-    lake: zarrlake.Repo, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The race above with the row still queued in this process when the commit starts (the
-    write-behind stager waits for company): the commit's own transaction stages it, and gc's
-    claims are checked against it as against a staged row. The refused commit leaves the row
-    staged, as a flush would have."""
-    monkeypatch.setattr(Stager, "LINGER", 600.0)
-    repo = lake
-    head = commit_value(repo, 1)
-    stage_value(repo, 9).abandon()
-    s = repo.writable_session()
-    zarr.open_array(s.store, path="a", mode="r+")[0:CHUNK] = 9  # dedup: the object exists
-    repo.gc(timedelta(0))  # the row is queued, not staged: the object is garbage, and goes
-    assert h(9) not in objects(repo)
-    with pytest.raises(zarrlake.ObjectMissingError, match="garbage collection"):
-        s.commit("references a deleted object")
-    assert repo.resolve("main") == head
-    report = repo.fsck()
-    assert [(i.kind, i.hash, i.commit) for i in report.issues] == [
-        ("missing_object", h(9).hex(), None)
-    ]
 
 
 def test_catalog_node_written_again_after_marking_survives(lake: zarrlake.Repo) -> None:
