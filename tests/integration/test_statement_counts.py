@@ -183,7 +183,8 @@ def test_a_shipped_store_of_a_session_joined_here_opens_without_a_statement(
 
 # Reading every chunk of the 64-chunk array inside a writable session, zarr allowed to ask for
 # all of them at once: the store looks them up among the staged changes in one statement (the
-# array's opening asks for its metadata in two). Before this bound: one statement a chunk.
+# array's opening asks for its metadata in one more; two until a metadata key was looked up
+# with the others, when the bound was set). Before this bound: one statement a chunk.
 READ_IN_SESSION = {"sqlite": 4, "postgresql": 4}
 
 
