@@ -5,18 +5,23 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import zarr
 
 import zarrlake
+from zarrlake.model import manifest
 from zarrlake.testing import LakeProbe
 from zarrlake.virtual import zarr_import
+from zarrlake.virtual.listing import StoreFile, StoreLister
 
 
 def _store(path: Path) -> np.ndarray:
@@ -157,3 +162,46 @@ def test_a_store_on_s3_is_imported_by_reference(
     zarrlake.import_zarr(repo, f"s3://{prefix}", storage_options=options)
     np.testing.assert_array_equal(_read(repo)[0], data)
     assert LakeProbe(repo).object_hashes() == set()
+
+
+def test_an_import_stages_references_in_shard_position_order(
+    make_repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """However the store lists its chunks, they reach the session grouped by shard position,
+    in position order: a position is staged whole or in consecutive batches, never merged
+    again with a batch staged long before (which made large imports quadratic)."""
+    monkeypatch.setattr(manifest, "SHARD_TARGET", 16)  # 8 x 8 chunks: 4 positions of 2 x 8
+    store = tmp_path / "store.zarr"
+    data = np.arange(64, dtype="i4").reshape(8, 8)
+    zarr.create_array(str(store), shape=(8, 8), chunks=(1, 1), dtype="i4", fill_value=-1)[:] = data
+    listed = StoreLister.files
+
+    def shuffled(self: StoreLister) -> Iterator[StoreFile]:
+        files = list(listed(self))
+        random.Random(7).shuffle(files)
+        return iter(files)
+
+    monkeypatch.setattr(StoreLister, "files", shuffled)
+    monkeypatch.setattr(zarr_import, "BATCH", 8)
+    repo = make_repo(virtual_sources={str(store): {}})
+    handed: list[list[int]] = []
+    open_session = repo.writable_session
+
+    def writable_session(*args: object, **kwargs: object) -> zarrlake.WritableSession:
+        session = open_session(*args, **kwargs)  # type: ignore[arg-type]
+        put = session.put_virtual_refs
+
+        def put_virtual_refs(path: str, refs: list[tuple[Any, ...]], **k: Any) -> int:
+            handed.append([ref[0][0] // 2 for ref in refs])  # the shard row of each
+            return put(path, refs, **k)
+
+        monkeypatch.setattr(session, "put_virtual_refs", put_virtual_refs)
+        return session
+
+    monkeypatch.setattr(repo, "writable_session", writable_session)
+    zarrlake.import_zarr(repo, str(store), progress=False)
+    order = [pos for call in handed for pos in call]
+    assert len(order) == 64
+    assert order == sorted(order)
+    assert [sorted(set(call)) for call in handed] == [[0], [0], [1], [1], [2], [2], [3], [3]]
+    np.testing.assert_array_equal(zarr.open_array(repo.readonly_session().store)[:], data)

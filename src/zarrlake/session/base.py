@@ -338,14 +338,23 @@ class Session(ABC):
         Python object per reference (a VirtualiZarr manifest's arrays go as they are).
         Returns how many chunks were staged (a chunk named twice takes its last reference)."""
         nm = self._node_meta(path)
-        shape = self._staged_batch_shape(path)
-        if shape is None:
-            shape = () if nm is None else self._batch_shape(path, nm)
+        shape = self.virtual_shard_shape(path) or ()
         rows = plan_virtual(
             self._core.sources, path, nm, shape, (coords, urls, offsets, lengths), seen
         )
         self._stage_batches(path, rows)
         return sum(map(batch_size, rows))
+
+    def virtual_shard_shape(self, path: str) -> tuple[int, ...] | None:
+        """The shard shape (in chunks) that references to the array at ``path`` are staged
+        with, one batch per shard position (``None`` if there is no array at ``path``). A
+        caller staging many references hands them over in the order of these positions
+        (``import_zarr`` does): each position is then staged once, not merged again and again."""
+        nm = self._node_meta(path)
+        if nm is None or not nm.is_array:
+            return None
+        shape = self._staged_batch_shape(path)
+        return shape if shape is not None else self._batch_shape(path, nm)
 
     def _batch_shape(self, path: str, nm: NodeMeta) -> tuple[int, ...]:
         """The shard shape references to the array at ``path`` are staged with."""

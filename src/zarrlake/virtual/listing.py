@@ -5,13 +5,17 @@ page of the listing at a time, never the whole of it: a local directory walked w
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from zarrlake.errors import InvalidInputError
+from zarrlake.virtual.zarr_v2 import V2_DOCS
 
-__all__ = ["StoreFile", "StoreLister"]
+__all__ = ["DOCS", "StoreFile", "StoreLister"]
+
+DOCS = frozenset(("zarr.json", *V2_DOCS))
+"""The names of a Zarr store's metadata documents (v3, and v2)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,21 +45,47 @@ class StoreLister:
 
     def files(self) -> Iterator[StoreFile]:
         """Every file under the store's root, in no particular order."""
-        return self._local() if self.local else self._s3()
+        if not self.local:
+            return self._s3()
+        return (
+            StoreFile(key, st.st_size, str(st.st_mtime_ns))
+            for key, entry in self._local()
+            for st in (entry.stat(follow_symlinks=False),)
+        )
 
-    def _local(self) -> Iterator[StoreFile]:
+    def file_keys(self, leaf: Callable[[str, set[str]], bool] | None = None) -> Iterator[str]:
+        """The key of every file under the store's root, in no particular order: the
+        listing of :meth:`files` without looking up each file's size and version. ``leaf``
+        (folder key, the metadata documents in it) -> whether nothing below that folder is
+        needed: a local store's walk then leaves its subfolders out (an array's chunks, when
+        only the metadata documents are wanted); an S3 listing has no folders to leave out."""
+        if not self.local:
+            return (f.key for f in self._s3())
+        return (key for key, _ in self._local(leaf))
+
+    def _local(
+        self, leaf: Callable[[str, set[str]], bool] | None = None
+    ) -> Iterator[tuple[str, os.DirEntry[str]]]:
+        """Depth first, holding one iterator over subfolders per level, never a whole
+        folder's listing (a store's ``c/`` can hold a subfolder per chunk)."""
         if not os.path.isdir(self.root):
             raise InvalidInputError(f"there is no Zarr store at {self.url!r} (not a directory)")
         cut = len(self.root) + 1
-        pending = [self.root]
-        while pending:
-            with os.scandir(pending.pop()) as entries:
+        stack: list[Iterator[str]] = [iter([self.root])]
+        while stack:
+            folder = next(stack[-1], None)
+            if folder is None:
+                stack.pop()
+                continue
+            docs: set[str] = set()
+            with os.scandir(folder) as entries:
                 for entry in entries:
-                    if entry.is_dir(follow_symlinks=False):
-                        pending.append(entry.path)
-                    elif entry.is_file(follow_symlinks=False):
-                        st = entry.stat(follow_symlinks=False)
-                        yield StoreFile(entry.path[cut:], st.st_size, str(st.st_mtime_ns))
+                    if entry.is_file(follow_symlinks=False):
+                        if entry.name in DOCS:
+                            docs.add(entry.name)
+                        yield entry.path[cut:], entry
+            if leaf is None or not leaf(folder[cut:], docs):
+                stack.append(_subfolders(folder))
 
     def _s3(self) -> Iterator[StoreFile]:
         from fsspec.asyn import sync
@@ -82,3 +112,10 @@ class StoreLister:
         """The bytes of one file of the store."""
         data: bytes = self.fs.cat_file(f"{self.root}/{key}")
         return data
+
+
+def _subfolders(folder: str) -> Iterator[str]:
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                yield entry.path

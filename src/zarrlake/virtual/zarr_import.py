@@ -19,8 +19,9 @@ from zarrlake.errors import InvalidInputError, InvalidMetadataError, VirtualSour
 from zarrlake.maintenance.progress import progress_bar
 from zarrlake.model.metadata import NodeMeta, parse_chunk_key, parse_node_meta
 from zarrlake.model.virtual import VirtualSource, normalize_url
-from zarrlake.virtual.listing import StoreFile, StoreLister
-from zarrlake.virtual.zarr_v2 import V2_DOCS, convert_v2_array, convert_v2_group
+from zarrlake.virtual.listing import DOCS, StoreFile, StoreLister
+from zarrlake.virtual.ordering import PositionOrder
+from zarrlake.virtual.zarr_v2 import convert_v2_array, convert_v2_group
 
 if TYPE_CHECKING:
     from zarrlake.repo import Repo
@@ -35,7 +36,6 @@ _SUPPORTED_CODECS = frozenset(
     {"bytes", "blosc", "gzip", "zstd", "crc32c", "transpose", "sharding_indexed", "vlen-utf8",
      "vlen-bytes"}
 )  # fmt: skip
-_DOCS = frozenset(("zarr.json", *V2_DOCS))
 
 
 def check_codecs(path: str, doc: dict[str, Any]) -> None:
@@ -71,14 +71,28 @@ def _json(lister: StoreLister, key: str) -> dict[str, Any]:
     return doc
 
 
-def _metadata(lister: StoreLister, source: str) -> tuple[dict[str, bytes], int, int]:
-    """The store's nodes as Zarr v3 documents (path -> ``zarr.json``), the store's Zarr
-    format, and how many other files it has (its chunks, at most)."""
+def _holds_array(lister: StoreLister, folder: str, docs: set[str]) -> bool:
+    """Whether ``folder`` of the store is an array's (holding its metadata document):
+    what lies below it are its chunks, never other nodes."""
+    if ".zarray" in docs:
+        return True
+    if "zarr.json" not in docs:
+        return False
+    try:
+        doc = json.loads(lister.read(f"{folder}/zarr.json" if folder else "zarr.json"))
+    except ValueError:
+        return False  # reported when the documents are read
+    return isinstance(doc, dict) and doc.get("node_type") == "array"
+
+
+def _metadata(lister: StoreLister, source: str) -> tuple[dict[str, bytes], int]:
+    """The store's nodes as Zarr v3 documents (path -> ``zarr.json``) and the store's Zarr
+    format. The walk of a local store leaves out what lies below each array's folder."""
     docs: dict[str, set[str]] = {}
     others = 0
-    for f in lister.files():
-        folder, name = _split(f.key)
-        if name in _DOCS:
+    for key in lister.file_keys(lambda folder, names: _holds_array(lister, folder, names)):
+        folder, name = _split(key)
+        if name in DOCS:
             docs.setdefault(folder, set()).add(name)
         else:
             others += 1
@@ -91,7 +105,7 @@ def _metadata(lister: StoreLister, source: str) -> tuple[dict[str, bytes], int, 
             for p, names in sorted(docs.items())
             if "zarr.json" in names
         }
-        return out, 3, others
+        return out, 3
     if not root & {".zarray", ".zgroup"}:
         raise InvalidInputError(
             f"{source!r} has no zarr.json, .zgroup or .zarray at its root: not a Zarr store"
@@ -108,7 +122,7 @@ def _metadata(lister: StoreLister, source: str) -> tuple[dict[str, bytes], int, 
         while p:
             p = _split(p)[0]
             out.setdefault(p, convert_v2_group({}))
-    return dict(sorted(out.items())), 2, others
+    return dict(sorted(out.items())), 2
 
 
 def _chunks(
@@ -116,7 +130,7 @@ def _chunks(
 ) -> Iterator[tuple[str, tuple[int, ...], StoreFile]]:
     """(array path, chunk coordinates, file) of every chunk file of the store."""
     for f in lister.files():
-        if _split(f.key)[1] in _DOCS:
+        if _split(f.key)[1] in DOCS:
             continue
         parent = f.key
         while parent:
@@ -185,7 +199,7 @@ def import_zarr(
     """
     url = store_url(source)
     lister = StoreLister(url, storage_options)
-    docs, zarr_format, total = _metadata(lister, source)
+    docs, zarr_format = _metadata(lister, source)
     metas: dict[str, NodeMeta] = {}
     for path, raw in docs.items():
         metas[path] = parse_node_meta(raw)
@@ -204,21 +218,27 @@ def import_zarr(
     try:
         for path, raw in docs.items():
             session.write_sync(f"{path}/zarr.json" if path else "zarr.json", raw)
+        shapes = {p: session.virtual_shard_shape(p) or () for p, m in metas.items() if m.is_array}
         batch: Batch = {}
         pending = staged = 0
-        with (
-            progress_bar(progress, total, f"importing {source}") as bar,
-            ThreadPoolExecutor(8) as pool,
-        ):
-            for path, coords, f in _chunks(lister, metas):
-                batch.setdefault(path, []).append((coords, f))
-                pending += 1
-                if pending >= BATCH:
-                    _stage(session, lister, url, batch, pool if copy else None)
-                    bar.update(pending)
-                    staged, pending = staged + pending, 0
-            _stage(session, lister, url, batch, pool if copy else None)
-            bar.update(pending)
+        with PositionOrder(shapes) as order:
+            with progress_bar(progress, None, f"listing {source}") as bar:
+                for path, coords, f in _chunks(lister, metas):
+                    order.add(path, coords, f)
+                    bar.update()
+            with (
+                progress_bar(progress, len(order), f"importing {source}") as bar,
+                ThreadPoolExecutor(8) as pool,
+            ):
+                for path, coords, f in order.sorted():
+                    batch.setdefault(path, []).append((coords, f))
+                    pending += 1
+                    if pending >= BATCH:
+                        _stage(session, lister, url, batch, pool if copy else None)
+                        bar.update(pending)
+                        staged, pending = staged + pending, 0
+                _stage(session, lister, url, batch, pool if copy else None)
+                bar.update(pending)
         meta = {
             "imported_from": url,
             "copied": copy,
