@@ -15,12 +15,13 @@ import posixpath
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import numpy as np
 
 from zarrlake.errors import InvalidInputError, VirtualSourceError
+
+_json_str = json.encoder.encode_basestring_ascii  # json.dumps's own encoder of a str
 
 __all__ = [
     "DEFAULT_VIRTUAL_IDENTITY",
@@ -72,12 +73,16 @@ class VirtualSource:
     modified: str | None = None
 
     def encode(self) -> str:
-        doc: dict[str, Any] = {"u": self.url, "s": self.size}
-        if self.etag is not None:
-            doc["e"] = self.etag
+        """The record: the JSON object ``{"e": etag, "m": modified, "s": size, "u": url}``
+        (keys sorted, no spaces, ``e`` and ``m`` only when known), exactly as
+        ``json.dumps(..., separators=(",", ":"), sort_keys=True)`` writes it. Records are
+        compared as text, so this form never changes; it is put together here without a
+        dict per source (an imported store has a source per chunk)."""
+        size = json.dumps(self.size) if type(self.size) is not int else str(self.size)
+        head = "" if self.etag is None else f'"e":{_json_str(self.etag)},'
         if self.modified is not None:
-            doc["m"] = self.modified
-        return json.dumps(doc, separators=(",", ":"), sort_keys=True)
+            head += f'"m":{_json_str(self.modified)},'
+        return f'{{{head}"s":{size},"u":{_json_str(self.url)}}}'
 
     @classmethod
     def decode(cls, text: str | bytes) -> VirtualSource:
