@@ -27,6 +27,7 @@ from zarrlake.model.virtual import VirtualSource
 from zarrlake.types import ChunkCoords
 
 __all__ = [
+    "batch_coord_array",
     "batch_coords",
     "batch_entry",
     "batch_shard",
@@ -157,13 +158,19 @@ def overlay(older: Shard, newer: Shard) -> Shard:
     )
 
 
+def batch_coord_array(pos: ChunkCoords, shard: Shard, shape: tuple[int, ...]) -> np.ndarray:
+    """The chunk coordinates of every entry of the batch at ``pos``, one row each (int64)."""
+    if not shape:
+        return np.zeros((len(shard), 0), np.int64)
+    local = np.unravel_index(shard.flat, shape)
+    return np.stack([x + p * s for x, p, s in zip(local, pos, shape, strict=True)], 1)
+
+
 def batch_coords(pos: ChunkCoords, shard: Shard, shape: tuple[int, ...]) -> list[ChunkCoords]:
     """The chunk coordinates of every entry of the batch at ``pos``."""
     if not shape:
         return [()] * len(shard)
-    local = np.unravel_index(shard.flat, shape)
-    coords = np.stack([x + p * s for x, p, s in zip(local, pos, shape, strict=True)], 1)
-    return list(map(tuple, coords.tolist()))
+    return list(map(tuple, batch_coord_array(pos, shard, shape).tolist()))
 
 
 def expand_batch(

@@ -11,6 +11,7 @@ import json
 import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Protocol
@@ -18,7 +19,8 @@ from typing import Protocol
 import numpy as np
 
 from zarrlake.errors import CatalogError
-from zarrlake.model.batches import batch_coords, expand_batch
+from zarrlake.model.batches import batch_coord_array, expand_batch
+from zarrlake.model.chunkset import KindArray, kind_array
 from zarrlake.model.index import ManifestIndex, NodeLoader
 from zarrlake.model.manifest import (
     ChunkRef,
@@ -141,7 +143,7 @@ class NodeChange:
     deleted: bool = False
     structure: bool = False  # shape, chunks, dtype, codecs, fill value, ... changed
     attrs: frozenset[str] = frozenset()  # attribute keys changed
-    chunks: frozenset[ChunkCoords] = frozenset()
+    chunks: AbstractSet[ChunkCoords] = frozenset()
     node_type: str = ""
     kinds: Mapping[ChunkCoords, int] | None = field(default=None, compare=False)
 
@@ -238,6 +240,10 @@ class ChangeSet:
 def _sorted_chunks(c: NodeChange) -> tuple[np.ndarray, np.ndarray | None]:
     """(the coordinates of ``c``'s chunks in order, one row each; their kinds in the same
     order, or ``None``), sorted by numpy rather than as tuples."""
+    if isinstance(c.kinds, KindArray) and c.kinds.chunks is c.chunks:
+        rows, values = c.kinds.chunks.coords.astype("<i8"), c.kinds.kinds
+        order = np.lexsort(rows.T[::-1]) if rows.shape[1] else np.arange(len(rows))
+        return rows[order], values[order]
     kinds = None
     if c.kinds is not None and c.kinds.keys() == c.chunks:
         keys = list(c.kinds)
@@ -335,7 +341,7 @@ def build_snapshot(base: Root, staged: StagedState, reader: SnapshotReader) -> B
         structure, attrs = False, frozenset[str]()
         if current is not None:
             structure, attrs = _meta_change(reader, current.meta, meta)
-        kinds: dict[ChunkCoords, int] | None = {}
+        kinds: Mapping[ChunkCoords, int] | None = {}
         manifest: bytes | None = None
         if nm.is_array:
             index: ManifestIndex | None = None
@@ -359,7 +365,7 @@ def build_snapshot(base: Root, staged: StagedState, reader: SnapshotReader) -> B
                 kinds = None  # the number of dimensions changed: every old chunk is gone
         elif current is not None and current.manifest is not None:
             kinds = None  # an array became a group: its chunks are gone
-        changed_chunks = frozenset(kinds or ())
+        changed_chunks = kinds.chunks if isinstance(kinds, KindArray) else frozenset(kinds or ())
         entry = NodeEntry(nm.node_type, meta, manifest)
         nodes[path] = entry
         change = NodeChange(
@@ -447,8 +453,9 @@ def _apply_chunks(
     blobs: dict[bytes, tuple[str, bytes]],
     batches: Mapping[ChunkCoords, Shard] | None = None,
     batch_shape: tuple[int, ...] = (),
-) -> tuple[bytes | None, dict[ChunkCoords, int]]:
-    """The new manifest, and how each chunk whose content changed changed (``kinds``).
+) -> tuple[bytes | None, Mapping[ChunkCoords, int]]:
+    """The new manifest, and how each chunk whose content changed changed (``kinds``; a
+    :class:`~zarrlake.model.chunkset.KindArray` when whole new shards were taken as staged).
     ``batches``: virtual references staged a shard at a time (positions of ``batch_shape``),
     under ``updates``."""
     if not updates and not batches:
@@ -496,18 +503,20 @@ def _apply_chunks(
         if h != old_hash:
             blobs[h] = ("shard", data)
             new_hashes[pos] = h
+    added: list[tuple[np.ndarray, int]] = []  # the chunks of the new shards, as arrays
     for pos, shard in direct.items():  # a new shard, as staged: nothing to merge it with
         data = shard.encode()
         h = content_hash(data)
         blobs[h] = ("shard", data)
         new_hashes[pos] = h
-        changed.update(dict.fromkeys(batch_coords(pos, shard, shard_shape), _ADDED_VIRTUAL))
+        added.append((batch_coord_array(pos, shard, shard_shape), _ADDED_VIRTUAL))
+    kinds = kind_array(len(shard_shape), changed, added) if added else changed
     if not new_hashes and index.is_tree:
-        return (_store_index(index, blobs) if index.top else None), changed
+        return (_store_index(index, blobs) if index.top else None), kinds
     updated = index.updated(new_hashes, reader, blobs, shard_grid=shard_grid)
     if updated is None:
-        return None, changed
-    return _store_index(updated, blobs), changed
+        return None, kinds
+    return _store_index(updated, blobs), kinds
 
 
 _ADDED_VIRTUAL = ADDED | VIRTUAL_AFTER
