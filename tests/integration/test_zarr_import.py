@@ -205,3 +205,23 @@ def test_an_import_stages_references_in_shard_position_order(
     assert order == sorted(order)
     assert [sorted(set(call)) for call in handed] == [[0], [0], [1], [1], [2], [2], [3], [3]]
     np.testing.assert_array_equal(zarr.open_array(repo.readonly_session().store)[:], data)
+
+
+def test_a_listing_leaves_out_what_lies_below_a_leaf_folder(tmp_path: Path) -> None:
+    """The metadata pass of an import walks a local store without entering an array's
+    chunk folders: ``leaf`` says which folders those are."""
+    _store(tmp_path / "store.zarr")
+    lister = StoreLister(zarr_import.store_url(str(tmp_path / "store.zarr")))
+    asked: list[tuple[str, set[str]]] = []
+
+    def leaf(folder: str, docs: set[str]) -> bool:
+        asked.append((folder, docs))
+        return folder == "grid/temp"
+
+    keys = set(lister.file_keys(leaf))
+    assert "grid/temp/zarr.json" in keys
+    assert not any(k.startswith("grid/temp/c/") for k in keys)
+    assert "count/c/0" in keys  # other folders are walked
+    assert ("grid/temp", {"zarr.json"}) in asked
+    assert not any(folder.startswith("grid/temp/") for folder, _ in asked)
+    assert len({f.key for f in lister.files()} - keys) == 9  # its 3 x 3 chunks
