@@ -4,8 +4,10 @@ on S3) in one commit: its chunks as virtual references to the existing chunk obj
 that commit lands: a failure (or a crash) leaves the lake exactly as it was.
 
 The store is listed twice as a stream (:mod:`zarrlake.virtual.listing`): first for its
-metadata documents, then for its chunks, which are staged in batches, so the memory an
-import needs does not grow with the store."""
+metadata documents (a local store's walk leaves out what lies below each array's folder),
+then for its chunks, which are put in the order of the manifest shards they fall in
+(:mod:`zarrlake.virtual.ordering`) and staged in batches, each shard position once. Listing
+and staging hold one batch at a time; the one commit at the end loads the staged shards."""
 
 from __future__ import annotations
 
