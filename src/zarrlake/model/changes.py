@@ -240,10 +240,15 @@ class ChangeSet:
 def _sorted_chunks(c: NodeChange) -> tuple[np.ndarray, np.ndarray | None]:
     """(the coordinates of ``c``'s chunks in order, one row each; their kinds in the same
     order, or ``None``), sorted by numpy rather than as tuples."""
+    arr, kinds = _chunk_rows(c)
+    order = np.lexsort(arr.T[::-1]) if arr.ndim == 2 and arr.shape[1] else np.arange(len(arr))
+    return arr[order], None if kinds is None else kinds[order]
+
+
+def _chunk_rows(c: NodeChange) -> tuple[np.ndarray, np.ndarray | None]:
+    """``c``'s chunk coordinates, one row each, and their kinds (or ``None``), unsorted."""
     if isinstance(c.kinds, KindArray) and c.kinds.chunks is c.chunks:
-        rows, values = c.kinds.chunks.coords.astype("<i8"), c.kinds.kinds
-        order = np.lexsort(rows.T[::-1]) if rows.shape[1] else np.arange(len(rows))
-        return rows[order], values[order]
+        return c.kinds.chunks.coords.astype("<i8"), c.kinds.kinds
     kinds = None
     if c.kinds is not None and c.kinds.keys() == c.chunks:
         keys = list(c.kinds)
@@ -256,9 +261,7 @@ def _sorted_chunks(c: NodeChange) -> tuple[np.ndarray, np.ndarray | None]:
         return np.empty(0, "<i8"), kinds
     ndim = len(keys[0])
     flat = chain.from_iterable(keys)
-    arr = np.fromiter(flat, "<i8", len(keys) * ndim).reshape(len(keys), ndim)
-    order = np.lexsort(arr.T[::-1]) if arr.shape[1] else np.arange(len(keys))
-    return arr[order], None if kinds is None else kinds[order]
+    return np.fromiter(flat, "<i8", len(keys) * ndim).reshape(len(keys), ndim), kinds
 
 
 def all_exact(changes: Sequence[ChangeSet]) -> bool:
