@@ -69,6 +69,8 @@ class StoreSession(Protocol):
 
     def iter_keys(self, prefix: str = "") -> Iterator[str]: ...
 
+    def children(self, prefix: str = "") -> dict[str, bool]: ...
+
     async def write(self, key: str, data: bytes | memoryview) -> None: ...
 
     async def delete(self, key: str) -> None: ...
@@ -342,14 +344,8 @@ class LakeStore(Store):
             yield key
 
     async def list_dir(self, prefix: str) -> AsyncIterator[str]:
-        prefix = prefix.rstrip("/")
-        full = f"{prefix}/" if prefix else ""
-        seen: set[str] = set()
-        for key in await self._keys(full):
-            child = key[len(full) :].split("/", 1)[0]
-            if child not in seen:
-                seen.add(child)
-                yield child
+        for name in await asyncio.to_thread(self.session.children, prefix):
+            yield name
 
 
 def _rebuild(opener: Callable[[], StoreSession], read_only: bool) -> LakeStore:

@@ -8,7 +8,9 @@ import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
+import zarr
 from zarr.abc.store import Store
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
@@ -213,3 +215,34 @@ def test_export_copies_exactly_what_a_read_only_session_shows(
     repo.export(commit, tmp_path / "copy")
     copy = LocalStore(tmp_path / "copy", read_only=True)
     assert _view(copy) == _view(repo.readonly_session(commit=commit).store)
+
+
+def test_a_group_listing_names_its_members_without_listing_their_chunks(
+    make_repo: Callable[..., zarrlake.Repo], catalog_url: str
+) -> None:
+    import sqlalchemy as sa
+
+    from zarrlake.core import forget_cores
+    from zarrlake.testing import LakeProbe
+
+    repo = make_repo()
+    s = repo.writable_session()
+    root = zarr.open_group(s.store, mode="w")
+    group = root.create_group("g")
+    group.create_array("a", shape=(64,), chunks=(1,), dtype="u1")[:] = np.arange(64, dtype="u1")
+    group.create_group("sub")
+    s.commit("a group with an array of 64 chunks")
+    probe = LakeProbe(repo)
+    blobs = probe.tables.blobs
+    with probe.sql() as conn:  # the array's chunk listing is gone: any read of it fails
+        gone = conn.execute(
+            sa.delete(blobs).where(blobs.c.repo_id == probe.repo_id, blobs.c.kind == "shard")
+        )
+        assert gone.rowcount == 1
+    forget_cores()  # a fresh handle: no cached nodes
+    store = zarrlake.Repo.open(catalog=catalog_url, name=repo.name).readonly_session().store
+    assert sync(_collect(store.list_dir("g"))) == ["a", "sub", "zarr.json"]
+    assert sync(_collect(store.list_dir(""))) == ["g", "zarr.json"]
+    assert store.session.children("g/") == {"a": True, "sub": True, "zarr.json": False}
+    with pytest.raises(zarrlake.ZarrlakeError):
+        sync(_collect(store.list_dir("g/a")))

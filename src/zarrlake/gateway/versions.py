@@ -228,10 +228,7 @@ class Lake:
         found = self._listings.get(cache_key)
         if found is not None:
             return dict(found)
-        children: dict[str, bool] = {}
-        for key in _run(_keys(v.store, prefix)):
-            child, sep, _ = key[len(prefix) :].partition("/")
-            children[child] = children.get(child, False) or bool(sep)
+        children = v.store.session.children(prefix)
         return dict(self._listings.put(cache_key, children))
 
     def consolidated(self, v: Version, group: str, document: bytes) -> bytes:

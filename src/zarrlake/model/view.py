@@ -28,7 +28,7 @@ from zarrlake.model.metadata import NodeMeta, chunk_owner, format_chunk_key
 from zarrlake.model.snapshot import Root
 from zarrlake.types import ChunkCoords
 
-__all__ = ["ViewEntry", "view_entries", "view_keys", "view_nodes"]
+__all__ = ["ViewEntry", "view_children", "view_entries", "view_keys", "view_nodes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +105,37 @@ def view_keys(
     """The keys of :func:`view_entries`, without reading a ref of the base commit's chunks
     (a listing of a large array spends its time there)."""
     return [key for key, _, _ in _collect(base, staged, reader, prefix, refs=False)]
+
+
+def view_children(
+    base: Root, staged: StagedState, reader: SnapshotReader, prefix: str = ""
+) -> dict[str, bool]:
+    """The names directly under the directory ``prefix`` (zarr's ``list_dir``), sorted, each
+    with whether it is a directory itself: the first part of every key :func:`view_keys`
+    shows under it. Outside an array's chunk keys that takes node paths and plain keys only,
+    never a chunk listing: every chunk key lies under its array's path, which the array's
+    ``zarr.json`` already names."""
+    nodes = _Nodes(base, staged, reader)
+    full = f"{prefix.rstrip('/')}/" if prefix.rstrip("/") else ""
+    keys: list[str] | None = None
+    for path in nodes.paths:
+        node_prefix = f"{path}/" if path else ""
+        if full.startswith(node_prefix) and (nm := nodes.node_meta(path)) and nm.is_array:
+            # the directory is (inside) an array's: its chunk keys are among the names
+            keys = view_keys(base, staged, reader, full)
+            break
+    if keys is None:
+        keys = [f"{p}/zarr.json" if p else "zarr.json" for p in nodes.paths]
+        raw: dict[str, ChunkRef | None] = {k: r for k, r in base.raw.items() if k.startswith(full)}
+        raw.update((k, r) for k, r in staged.raw.items() if k.startswith(full))
+        # a plain key an array claims lies under the array's path: its name is there already
+        keys.extend(k for k, r in raw.items() if r is not None)
+    out: dict[str, bool] = {}
+    for key in keys:
+        if key.startswith(full):
+            name, sep, _ = key[len(full) :].partition("/")
+            out[name] = out.get(name, False) or bool(sep)
+    return dict(sorted(out.items()))
 
 
 _HELD = object()  # a base chunk whose ref was not read

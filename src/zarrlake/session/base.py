@@ -25,7 +25,7 @@ from zarrlake.model.manifest import split_coords
 from zarrlake.model.metadata import chunk_owner
 from zarrlake.model.overlay import Overlay
 from zarrlake.model.records import CommitRecord, StagedEntry
-from zarrlake.model.view import view_keys, view_nodes
+from zarrlake.model.view import view_children, view_keys, view_nodes
 from zarrlake.session.keys import Target, meta_path
 from zarrlake.session.virtual import VirtualRef, batch_shape, plan_virtual, ref_columns
 from zarrlake.store import LakeStore
@@ -255,6 +255,12 @@ class Session(ABC):
         """Every key of the view under ``prefix`` (a plain string prefix, as zarr means it),
         each once and each readable (:func:`~zarrlake.model.view.view_keys`)."""
         yield from view_keys(self._base_root, self._staged_state(), self._core.reader, prefix)
+
+    def children(self, prefix: str = "") -> dict[str, bool]:
+        """The names directly under the directory ``prefix``, sorted, each with whether it is
+        a directory (:func:`~zarrlake.model.view.view_children`): a group's listing names its
+        members without listing their chunks."""
+        return view_children(self._base_root, self._staged_state(), self._core.reader, prefix)
 
     def nodes(self) -> dict[str, str]:
         """Every node of the view, sorted by path (``""`` is the root group): path ->
