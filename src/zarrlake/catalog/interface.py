@@ -110,6 +110,7 @@ class CommitPublisher(Protocol):
         *,
         session_id: str | None = None,
         staging: Sequence[StagedEntry] = (),
+        staged_shards: Sequence[bytes] = (),
         require: Sequence[str] = (),
         action: str = "commit",
         idempotency_key: str | None = None,

@@ -10,10 +10,10 @@ import sqlalchemy as sa
 import zarrlake.catalog.dialect as dia
 from zarrlake.catalog.db import Scoped
 from zarrlake.catalog.rows import batches
-from zarrlake.catalog.schema import blobs
+from zarrlake.catalog.schema import blobs, staged
 from zarrlake.errors import CatalogError
 
-__all__ = ["NodeQueries", "put_nodes"]
+__all__ = ["NodeQueries", "copy_staged_shards", "put_nodes"]
 
 Nodes = dict[bytes, tuple[str, bytes]]
 
@@ -28,6 +28,50 @@ def put_nodes(conn: sa.Connection, repo_id: int, items: Nodes, now: float) -> No
                 {"repo_id": repo_id, "hash": h, "kind": k, "data": d, "created_at": now}
                 for h, (k, d) in items.items()
             ],
+        )
+
+
+def copy_staged_shards(
+    conn: sa.Connection, repo_id: int, session_id: str, hashes: Sequence[bytes], now: float
+) -> None:
+    """Store, as shard nodes, the batches session ``session_id`` staged under ``hashes`` (a
+    batch's bytes are the shard's: :mod:`zarrlake.model.staged_batches`), copied inside the
+    database, never through this process. One already stored is refreshed as
+    :func:`put_nodes` refreshes it. A batch no longer staged under its hash (another process
+    of the session staged over it meanwhile) fails the commit: it would miss a node."""
+    want = sorted(set(hashes))
+    found = 0
+    for part in batches(want):
+        mine = sa.and_(blobs.c.repo_id == repo_id, blobs.c.hash.in_(part))
+        conn.execute(sa.update(blobs).where(mine).values(created_at=now))
+        rows = (
+            sa.select(
+                sa.literal(repo_id, sa.Integer),
+                staged.c.hash,
+                sa.literal("shard", blobs.c.kind.type),
+                staged.c.inline,
+                sa.literal(now, sa.Float),
+            )
+            .where(
+                staged.c.session_id == session_id,
+                staged.c.kind == "vrefs",
+                staged.c.hash.in_(part),
+            )
+            .distinct()
+        )
+        conn.execute(
+            dia.insert_ignore(blobs, conn.dialect.name).from_select(
+                ["repo_id", "hash", "kind", "data", "created_at"], rows
+            )
+        )
+        found += conn.execute(
+            sa.select(sa.func.count()).select_from(blobs).where(mine)
+        ).scalar_one()
+    if found != len(want):
+        raise CatalogError(
+            f"{len(want) - found} of the reference batches session {session_id} staged changed "
+            "while it committed (another process of the session staged over them); nothing "
+            "was committed: commit again once every process is done staging"
         )
 
 

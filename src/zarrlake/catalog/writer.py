@@ -16,13 +16,13 @@ import zarrlake.catalog.publish as pub
 from zarrlake.catalog.db import Scoped
 from zarrlake.catalog.gc import refuse_swept_hits
 from zarrlake.catalog.keys import recorded_key
-from zarrlake.catalog.nodes import put_nodes
+from zarrlake.catalog.nodes import copy_staged_shards, put_nodes
 from zarrlake.catalog.pulls import mark_merged
 from zarrlake.catalog.refs import log_ref
 from zarrlake.catalog.rows import staged_values
 from zarrlake.catalog.schema import commits, refs
 from zarrlake.catalog.sessions import refuse_session
-from zarrlake.errors import AlreadyExistsError, NotFoundError, RefMovedError
+from zarrlake.errors import AlreadyExistsError, CatalogError, NotFoundError, RefMovedError
 from zarrlake.faults import crash_point
 from zarrlake.model.records import CommitRecord, RefUpdate, StagedEntry
 
@@ -106,6 +106,7 @@ class CommitWriter(Scoped):
         *,
         session_id: str | None = None,
         staging: Sequence[StagedEntry] = (),
+        staged_shards: Sequence[bytes] = (),
         require: Sequence[str] = (),
         action: str = "commit",
         idempotency_key: str | None = None,
@@ -121,6 +122,9 @@ class CommitWriter(Scoped):
         staging
             Rows of that session the commit includes and the session has not staged: gc's
             claims are checked against them as against its staged rows.
+        staged_shards
+            Hashes of batches that session staged that are new shards of the commit as they
+            are: the transaction copies them into nodes (:func:`.nodes.copy_staged_shards`).
         require
             Commits the new one was built from (merges, reverts): they must still exist
             (``expire`` may have dropped one); their rows are share-locked until the end.
@@ -170,6 +174,10 @@ class CommitWriter(Scoped):
                     return None
                 if pull is not None:
                     mark_merged(conn, rid, pull, commit.id, commit.author, now)
+                if staged_shards:
+                    if session_id is None:
+                        raise CatalogError("staged shards are copied from a session's rows")
+                    copy_staged_shards(conn, rid, session_id, staged_shards, now)
                 if pg:
                     self._publish_pg(conn, branch, base, commit, nodes, now, action, values)
                     crash_point("commit.in_tx")

@@ -77,7 +77,7 @@ def publish_commit(
             event=event,
             before=head_root,
             after=result.root,
-            reader=Overlay(reader, {**extra_blobs, **result.blobs}),
+            reader=Overlay(reader, {**extra_blobs, **result.blobs}, result.staged),
             changes=result.changes,
         )
         metadata = {**metadata, **judge(gate, proposal)[1]}
@@ -105,6 +105,7 @@ def publish_commit(
         blobs,
         session_id=session_id,
         staging=staging,
+        staged_shards=list(result.staged),
         require=require,
         action=action,
         idempotency_key=idempotency_key,

@@ -166,7 +166,7 @@ def preview_merge(
         return preview
     overlay = Overlay(reader, st.plan.blobs)
     built = build_snapshot(st.head_root, st.plan.staged, overlay)
-    after = Overlay(reader, {**st.plan.blobs, **built.blobs})
+    after = Overlay(reader, {**st.plan.blobs, **built.blobs}, built.staged)
     changes = diff_roots(st.head_root, built.root, after, labels=(head, None))
     return replace(preview, changes=changes)
 
@@ -186,7 +186,7 @@ def merge_proposal(core: RepoCore, source: str, branch: str) -> Proposal | None:
         event="merge",
         before=st.head_root,
         after=built.root,
-        reader=Overlay(core.reader, {**st.plan.blobs, **built.blobs}),
+        reader=Overlay(core.reader, {**st.plan.blobs, **built.blobs}, built.staged),
         changes=built.changes,
     )
 

@@ -158,11 +158,12 @@ def overlay(older: Shard, newer: Shard) -> Shard:
     )
 
 
-def batch_coord_array(pos: ChunkCoords, shard: Shard, shape: tuple[int, ...]) -> np.ndarray:
-    """The chunk coordinates of every entry of the batch at ``pos``, one row each (int64)."""
+def batch_coord_array(pos: ChunkCoords, flat: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """The chunk coordinates of the entries at ``flat`` (flat indices in the shard) of the
+    batch at ``pos``, one row each (int64)."""
     if not shape:
-        return np.zeros((len(shard), 0), np.int64)
-    local = np.unravel_index(shard.flat, shape)
+        return np.zeros((len(flat), 0), np.int64)
+    local = np.unravel_index(flat, shape)
     return np.stack([x + p * s for x, p, s in zip(local, pos, shape, strict=True)], 1)
 
 
@@ -170,7 +171,7 @@ def batch_coords(pos: ChunkCoords, shard: Shard, shape: tuple[int, ...]) -> list
     """The chunk coordinates of every entry of the batch at ``pos``."""
     if not shape:
         return [()] * len(shard)
-    return list(map(tuple, batch_coord_array(pos, shard, shape).tolist()))
+    return list(map(tuple, batch_coord_array(pos, shard.flat, shape).tolist()))
 
 
 def expand_batch(

@@ -10,7 +10,7 @@ import base64
 import json
 import zlib
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from itertools import chain
@@ -33,6 +33,7 @@ from zarrlake.model.manifest import (
 )
 from zarrlake.model.metadata import NodeMeta, attribute_changes, chunk_owner
 from zarrlake.model.snapshot import NodeEntry, Root
+from zarrlake.model.staged_batches import StagedBatches, holds, take_batches
 from zarrlake.types import ChunkCoords
 
 __all__ = [
@@ -81,7 +82,7 @@ class StagedNode:
     chunks: dict[ChunkCoords, ChunkRef | None] = field(default_factory=dict)
     # virtual references staged a shard at a time (:mod:`zarrlake.model.batches`): shard
     # position -> its entries, positions taken with ``batch_shape``; ``chunks`` win over them
-    batches: dict[ChunkCoords, Shard] = field(default_factory=dict)
+    batches: StagedBatches = field(default_factory=StagedBatches)
     batch_shape: tuple[int, ...] = ()
 
     def all_chunks(self) -> dict[ChunkCoords, ChunkRef | None]:
@@ -89,8 +90,8 @@ class StagedNode:
         if not self.batches:
             return self.chunks
         out: dict[ChunkCoords, ChunkRef | None] = {}
-        for pos, shard in self.batches.items():
-            out.update(expand_batch(pos, shard, self.batch_shape))
+        for pos in self.batches:
+            out.update(expand_batch(pos, self.batches[pos], self.batch_shape))
         out.update(self.chunks)
         return out
 
@@ -319,6 +320,9 @@ class BuildResult:
     root_hash: bytes
     blobs: dict[bytes, tuple[str, bytes]]  # hash -> (kind, bytes): new catalog nodes to insert
     changes: ChangeSet
+    # new shards that are batches the session staged, as the catalog holds them: hash -> a
+    # read of their bytes (the catalog copies them itself; :mod:`.staged_batches`)
+    staged: dict[bytes, Callable[[], bytes]] = field(default_factory=dict)
 
 
 def build_snapshot(base: Root, staged: StagedState, reader: SnapshotReader) -> BuildResult:
@@ -329,6 +333,7 @@ def build_snapshot(base: Root, staged: StagedState, reader: SnapshotReader) -> B
     """
     staged = claim_raw_chunks(base, staged, reader)
     blobs: dict[bytes, tuple[str, bytes]] = {}
+    taken: dict[bytes, Callable[[], bytes]] = {}
     nodes = dict(base.nodes)
     changes: dict[str, NodeChange] = {}
     for path, sn in staged.nodes.items():
@@ -357,12 +362,12 @@ def build_snapshot(base: Root, staged: StagedState, reader: SnapshotReader) -> B
             # chunks staged before the metadata changed the number of dimensions are keys
             # the array no longer has: no read finds them, and the commit drops them
             chunks = {c: r for c, r in sn.chunks.items() if len(c) == nm.ndim}
-            batches = sn.batches if len(sn.batch_shape) == nm.ndim else {}
+            batches = sn.batches if len(sn.batch_shape) == nm.ndim else StagedBatches()
             if index is not None and not chunks and not batches:
                 manifest = current.manifest if current is not None else None
             else:
                 manifest, kinds = _apply_chunks(
-                    index, nm, chunks, reader, blobs, batches, sn.batch_shape
+                    index, nm, chunks, reader, blobs, batches, sn.batch_shape, taken
                 )
             if index is None and current is not None and current.manifest is not None:
                 kinds = None  # the number of dimensions changed: every old chunk is gone
@@ -396,7 +401,7 @@ def build_snapshot(base: Root, staged: StagedState, reader: SnapshotReader) -> B
     root_hash = content_hash(data)
     blobs[root_hash] = ("root", data)
     return BuildResult(
-        root, root_hash, blobs, ChangeSet(changes, frozenset(raw_changed), exact=True)
+        root, root_hash, blobs, ChangeSet(changes, frozenset(raw_changed), exact=True), taken
     )
 
 
@@ -443,9 +448,7 @@ def claim_raw_chunks(base: Root, staged: StagedState, reader: SnapshotReader) ->
 def _in_batch(sn: StagedNode, coords: ChunkCoords) -> bool:
     if not sn.batches or len(coords) != len(sn.batch_shape):
         return False
-    pos, flat = split_coords(coords, sn.batch_shape)
-    shard = sn.batches.get(pos)
-    return shard is not None and shard.get(flat) is not None
+    return holds(sn.batches, *split_coords(coords, sn.batch_shape))
 
 
 def _apply_chunks(
@@ -454,13 +457,15 @@ def _apply_chunks(
     updates: Mapping[ChunkCoords, ChunkRef | None],
     reader: SnapshotReader,
     blobs: dict[bytes, tuple[str, bytes]],
-    batches: Mapping[ChunkCoords, Shard] | None = None,
+    batches: StagedBatches | None = None,
     batch_shape: tuple[int, ...] = (),
+    taken: dict[bytes, Callable[[], bytes]] | None = None,
 ) -> tuple[bytes | None, Mapping[ChunkCoords, int]]:
     """The new manifest, and how each chunk whose content changed changed (``kinds``; a
     :class:`~zarrlake.model.chunkset.KindArray` when whole new shards were taken as staged).
     ``batches``: virtual references staged a shard at a time (positions of ``batch_shape``),
-    under ``updates``."""
+    under ``updates``; a batch left in the catalog that becomes a new shard as it is goes in
+    ``taken``, not ``blobs``."""
     if not updates and not batches:
         return None, {}
     if index is not None:
@@ -472,9 +477,9 @@ def _apply_chunks(
     shard_grid = _shard_grid(nm.grid_shape, shard_shape)
     if index is None:
         index = ManifestIndex.empty(shard_shape, shard_grid)
-    direct: dict[ChunkCoords, Shard] = {}
+    direct: list[ChunkCoords] = []
     if batches:
-        updates, direct = _take_batches(index, updates, batches, batch_shape, reader)
+        updates, direct = take_batches(index, updates, batches, batch_shape, reader)
     by_shard: dict[ChunkCoords, dict[int, ChunkRef | None]] = defaultdict(dict)
     for coords, ref in updates.items():
         pos, flat = split_coords(coords, shard_shape)
@@ -507,12 +512,17 @@ def _apply_chunks(
             blobs[h] = ("shard", data)
             new_hashes[pos] = h
     added: list[tuple[np.ndarray, int]] = []  # the chunks of the new shards, as arrays
-    for pos, shard in direct.items():  # a new shard, as staged: nothing to merge it with
-        data = shard.encode()
-        h = content_hash(data)
-        blobs[h] = ("shard", data)
-        new_hashes[pos] = h
-        added.append((batch_coord_array(pos, shard, shard_shape), _ADDED_VIRTUAL))
+    for pos in direct:  # a new shard, as staged: nothing to merge it with
+        assert batches is not None
+        left = batches.staged_hash(pos) if taken is not None else None
+        if left is not None and taken is not None:  # its bytes stay in the catalog until
+            taken[left] = _encoded(batches, pos)  # the commit copies them
+            new_hashes[pos] = left
+        else:
+            data = batches[pos].encode()
+            new_hashes[pos] = h = content_hash(data)
+            blobs[h] = ("shard", data)
+        added.append((batch_coord_array(pos, batches.flat(pos), shard_shape), _ADDED_VIRTUAL))
     kinds = kind_array(len(shard_shape), changed, added) if added else changed
     if not new_hashes and index.is_tree:
         return (_store_index(index, blobs) if index.top else None), kinds
@@ -525,33 +535,8 @@ def _apply_chunks(
 _ADDED_VIRTUAL = ADDED | VIRTUAL_AFTER
 
 
-def _take_batches(
-    index: ManifestIndex,
-    updates: Mapping[ChunkCoords, ChunkRef | None],
-    batches: Mapping[ChunkCoords, Shard],
-    batch_shape: tuple[int, ...],
-    reader: SnapshotReader,
-) -> tuple[Mapping[ChunkCoords, ChunkRef | None], dict[ChunkCoords, Shard]]:
-    """(the staged chunks with the batches that must be merged expanded under them, the
-    batches that become new shards as they are): a batch at a position where the base has
-    a shard, or where a staged chunk falls, is merged the usual way; so is every batch taken
-    with another shard shape than the array's."""
-    shape = index.shard_shape
-    if batch_shape != shape:
-        merged: dict[ChunkCoords, ChunkRef | None] = {}
-        for pos, shard in batches.items():
-            merged.update(expand_batch(pos, shard, batch_shape))
-        return {**merged, **updates}, {}
-    taken = {split_coords(c, shape)[0] for c in updates}
-    existing = index.shards_at(batches, reader)
-    extra: dict[ChunkCoords, ChunkRef | None] = {}
-    direct: dict[ChunkCoords, Shard] = {}
-    for pos, shard in batches.items():
-        if pos in taken or pos in existing:
-            extra.update(expand_batch(pos, shard, shape))
-        elif len(shard):
-            direct[pos] = shard
-    return ({**extra, **updates} if extra else updates), direct
+def _encoded(batches: StagedBatches, pos: ChunkCoords) -> Callable[[], bytes]:
+    return lambda: batches[pos].encode()
 
 
 def _virtual(ref: ChunkRef | None, flag: int) -> int:

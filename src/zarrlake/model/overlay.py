@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from zarrlake.model.changes import SnapshotReader
 from zarrlake.model.index import IndexNode, ManifestIndex
@@ -13,11 +13,19 @@ __all__ = ["Overlay"]
 
 
 class Overlay:
-    """A snapshot reader that also knows nodes not yet stored (a session's would-be commit)."""
+    """A snapshot reader that also knows nodes not yet stored (a session's would-be commit):
+    ``blobs`` (hash -> (kind, bytes)), and ``staged``, shards the commit takes from its
+    session's staged batches (hash -> a read of their bytes, made when one is asked for)."""
 
-    def __init__(self, reader: SnapshotReader, blobs: Mapping[bytes, tuple[str, bytes]]) -> None:
+    def __init__(
+        self,
+        reader: SnapshotReader,
+        blobs: Mapping[bytes, tuple[str, bytes]],
+        staged: Mapping[bytes, Callable[[], bytes]] | None = None,
+    ) -> None:
         self.reader = reader
         self.blobs = blobs
+        self.staged = staged or {}
 
     def meta_bytes(self, h: bytes) -> bytes:
         found = self.blobs.get(h)
@@ -42,7 +50,12 @@ class Overlay:
 
     def shard(self, h: bytes) -> Shard:
         found = self.blobs.get(h)
-        return Shard.decode(found[1]) if found is not None else self.reader.shard(h)
+        if found is not None:
+            return Shard.decode(found[1])
+        read = self.staged.get(h)
+        return Shard.decode(read()) if read is not None else self.reader.shard(h)
 
     def prefetch_shards(self, hashes: Sequence[bytes]) -> None:
-        self.reader.prefetch_shards([h for h in hashes if h not in self.blobs])
+        self.reader.prefetch_shards(
+            [h for h in hashes if h not in self.blobs and h not in self.staged]
+        )

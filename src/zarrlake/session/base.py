@@ -287,7 +287,10 @@ class Session(ABC):
         reader = self._core.reader
         built = build_snapshot(self._base_root, state, reader)
         return diff_roots(
-            self._base_root, built.root, Overlay(reader, built.blobs), labels=(base, "staged")
+            self._base_root,
+            built.root,
+            Overlay(reader, built.blobs, built.staged),
+            labels=(base, "staged"),
         )
 
     # -- writing (refused here; writable sessions override) ------------------------------------

@@ -4,8 +4,11 @@ catalog, with nothing untyped on the way), and how a write becomes one."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+import functools
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+import numpy as np
 
 from zarrlake.catalog.interface import Read
 from zarrlake.errors import InvalidInputError, InvalidKeyError
@@ -19,10 +22,12 @@ from zarrlake.model import (
 )
 from zarrlake.model.batches import batch_shard, text_shape
 from zarrlake.model.hashing import ChunkHasher
-from zarrlake.model.manifest import INLINE_LIMIT
+from zarrlake.model.manifest import INLINE_LIMIT, Shard
 from zarrlake.model.records import StagedEntry
+from zarrlake.model.staged_batches import StagedBatches
 from zarrlake.objects import PACK_CHUNK_LIMIT
 from zarrlake.session.keys import Target
+from zarrlake.types import ChunkCoords
 
 __all__ = [
     "DropNode",
@@ -145,23 +150,43 @@ def node_states(entries: Iterable[StagedEntry]) -> dict[str, tuple[bytes | None,
     return out
 
 
-def staged_state(entries: Iterable[StagedEntry]) -> StagedState:
-    """A session's staged changes from its staged entries."""
+def staged_state(
+    entries: Iterable[StagedEntry],
+    unsent: Iterable[StagedEntry] = (),
+    load: Callable[[str, ChunkCoords], Shard] | None = None,
+) -> StagedState:
+    """A session's staged changes from its staged entries, then ``unsent`` ones over them.
+    With ``load`` (reads a node's batch at a shard position from the catalog), the batches
+    of ``entries`` are left in the catalog (:mod:`zarrlake.model.staged_batches`): a commit
+    of an import holds their hashes and chunk positions, not their references."""
     state = StagedState()
     for r in entries:
-        if r.kind == "raw":
-            state.raw[r.key] = r.ref
+        if load is not None and r.kind == "vrefs" and r.ref is not None:
+            sn = state.node(r.path)
+            if not sn.batches:
+                sn.batches = StagedBatches(functools.partial(load, r.path))
+            sn.batches.leave(r.coords, r.ref.hash, np.array(batch_shard(r).flat))
+            sn.batch_shape = text_shape(r.key)
             continue
-        sn = state.node(r.path)
-        if r.kind == "drop":
-            sn.dropped = True
-        elif r.kind == "meta":
-            sn.meta = None if r.ref is None else r.ref.hash
-        elif r.kind == "vrefs":
-            sn.batches[r.coords] = batch_shard(r)
-            sn.batch_shape = text_shape(r.key)
-        elif r.kind == "vshape":
-            sn.batch_shape = text_shape(r.key)
-        else:
-            sn.chunks[r.coords] = r.ref
+        _apply_entry(state, r)
+    for r in unsent:
+        _apply_entry(state, r)
     return state
+
+
+def _apply_entry(state: StagedState, r: StagedEntry) -> None:
+    if r.kind == "raw":
+        state.raw[r.key] = r.ref
+        return
+    sn = state.node(r.path)
+    if r.kind == "drop":
+        sn.dropped = True
+    elif r.kind == "meta":
+        sn.meta = None if r.ref is None else r.ref.hash
+    elif r.kind == "vrefs":
+        sn.batches[r.coords] = batch_shard(r)
+        sn.batch_shape = text_shape(r.key)
+    elif r.kind == "vshape":
+        sn.batch_shape = text_shape(r.key)
+    else:
+        sn.chunks[r.coords] = r.ref

@@ -13,10 +13,11 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from zarrlake.catalog.interface import SessionStore
-from zarrlake.errors import InvalidInputError, InvalidKeyError
+from zarrlake.errors import CatalogError, InvalidInputError, InvalidKeyError
 from zarrlake.model import ChunkRef, NodeMeta, SnapshotReader
 from zarrlake.model.batches import (
     batch_entry,
+    batch_shard,
     build_batch,
     entry_chunks,
     positions,
@@ -74,6 +75,17 @@ def staged_shape(sessions: SessionStore, session_id: str, path: str) -> tuple[in
     """The shard shape of the batches session ``session_id`` staged for ``path``, if any."""
     found = sessions.get_staged(session_id, path, "vshape").get("vshape")
     return None if found is None else text_shape(found.key)
+
+
+def staged_batch(sessions: SessionStore, session_id: str, path: str, pos: ChunkCoords) -> Shard:
+    """The batch session ``session_id`` staged for ``path`` at shard position ``pos``."""
+    entry = sessions.get_staged(session_id, path, "vrefs", key=shape_text(pos)).get("vrefs")
+    if entry is None:
+        raise CatalogError(
+            f"the references session {session_id} staged for {path or '/'!r} at shard "
+            f"position {pos} are gone (the session was committed or discarded meanwhile?)"
+        )
+    return batch_shard(entry)
 
 
 def staged_batch_ref(

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import datetime, timedelta
-from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from zarrlake.catalog.interface import Read
@@ -51,7 +51,7 @@ from zarrlake.session.ops import (
 )
 from zarrlake.session.record import SessionMirror
 from zarrlake.session.stager import Stager
-from zarrlake.session.virtual import staged_shape
+from zarrlake.session.virtual import staged_batch, staged_shape
 from zarrlake.types import SessionInfo, from_epoch, validate_metadata, validate_text
 
 if TYPE_CHECKING:
@@ -248,7 +248,12 @@ class WritableSession(Session):
         if not self._open():
             return state
         self._stager.flush()
-        return staged_state(chain(self._core.catalog.sessions.iter_staged(self.id), unsent))
+        sessions = self._core.catalog.sessions
+        return staged_state(
+            sessions.iter_staged(self.id),
+            unsent,
+            functools.partial(staged_batch, sessions, self.id),
+        )
 
     # -- writing -------------------------------------------------------------------------------
 

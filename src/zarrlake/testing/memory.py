@@ -263,6 +263,7 @@ class _Writer:
         *,
         session_id: str | None = None,
         staging: Sequence[StagedEntry] = (),  # no gc here: the rows go with the session
+        staged_shards: Sequence[bytes] = (),
         require: Sequence[str] = (),
         action: str = "commit",
         idempotency_key: str | None = None,
@@ -288,6 +289,9 @@ class _Writer:
                 if ref[1] != base:
                     return None
                 db.nodes.update(nodes)
+                rows = db.staged.get(session_id or "", {}).values()
+                held = {e.ref.hash: e.ref.inline for e in rows if e.kind == "vrefs" and e.ref}
+                db.nodes.update((h, ("shard", held[h] or b"")) for h in staged_shards)
                 db.commits[commit.id] = replace(commit, created_at=now)
                 db.refs[branch] = ("branch", commit.id)
                 db.log(branch, action, base, commit.id, commit.author)
