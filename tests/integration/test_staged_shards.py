@@ -102,6 +102,28 @@ def test_a_commit_takes_its_staged_batches_as_shards_without_reading_them_back(
     assert len(repo.diff(repo.log()[1].id, commit)["v"].chunks_added) == ROWS
 
 
+def test_two_positions_staged_alike_become_one_node(
+    make_repo: Callable[..., zarrlake.Repo], tmp_path: Path
+) -> None:
+    folder, data = _archive(tmp_path)
+    repo = make_repo(virtual_sources={str(folder): {}})
+    s = repo.writable_session()
+    zarr.create_array(s.store, name="v", shape=(ROWS, 4), chunks=(1, 4), dtype="<f4",
+                      compressors=None, fill_value=0)  # fmt: skip
+    shape = s.virtual_shard_shape("v")
+    assert shape is not None
+    assert shape[0] < ROWS
+    # every shard position references the same bytes: the first position's rows
+    source = str(folder / "f00000.bin")
+    s.put_virtual_refs("v", [((r, 0), source, 16 * (r % shape[0]), 16) for r in range(ROWS)])
+    s.flush()
+    batches = list(_staged_batches(LakeProbe(repo), s.id))
+    assert len(batches) == 1  # one hash for every position's batch
+    commit = s.commit("the same references at every position")
+    got = _read(repo, commit)
+    np.testing.assert_array_equal(got, np.tile(data[: shape[0]], (ROWS // shape[0], 1)))
+
+
 def test_a_commit_after_its_branch_moved_reads_its_batches_back_to_rebase(
     make_repo: Callable[..., zarrlake.Repo], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

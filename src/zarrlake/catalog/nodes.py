@@ -44,21 +44,17 @@ def copy_staged_shards(
     for part in batches(want):
         mine = sa.and_(blobs.c.repo_id == repo_id, blobs.c.hash.in_(part))
         conn.execute(sa.update(blobs).where(mine).values(created_at=now))
-        rows = (
-            sa.select(
-                sa.literal(repo_id, sa.Integer),
-                staged.c.hash,
-                sa.literal("shard", blobs.c.kind.type),
-                staged.c.inline,
-                sa.literal(now, sa.Float),
-            )
-            .where(
-                staged.c.session_id == session_id,
-                staged.c.kind == "vrefs",
-                staged.c.hash.in_(part),
-            )
-            .distinct()
-        )
+        rows = sa.select(
+            sa.literal(repo_id, sa.Integer),
+            staged.c.hash,
+            sa.literal("shard", blobs.c.kind.type),
+            staged.c.inline,
+            sa.literal(now, sa.Float),
+        ).where(
+            staged.c.session_id == session_id,
+            staged.c.kind == "vrefs",
+            staged.c.hash.in_(part),
+        )  # two positions staged alike are one node: the second row is ignored
         conn.execute(
             dia.insert_ignore(blobs, conn.dialect.name).from_select(
                 ["repo_id", "hash", "kind", "data", "created_at"], rows
