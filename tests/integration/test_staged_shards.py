@@ -42,12 +42,18 @@ def _archive(tmp_path: Path, files: int = 1, rows: int = ROWS) -> tuple[Path, np
     return folder, data
 
 
-def _stage(
-    repo: zarrlake.Repo, folder: Path, files: int = 1, rows: int = ROWS
-) -> zarrlake.WritableSession:
+def _open_array(repo: zarrlake.Repo, rows: int = ROWS) -> zarrlake.WritableSession:
+    """A session holding a new array ``v`` of ``rows`` chunks of 4 float32 each."""
     s = repo.writable_session()
     zarr.create_array(s.store, name="v", shape=(rows, 4), chunks=(1, 4), dtype="<f4",
                       compressors=None, fill_value=0)  # fmt: skip
+    return s
+
+
+def _stage(
+    repo: zarrlake.Repo, folder: Path, files: int = 1, rows: int = ROWS
+) -> zarrlake.WritableSession:
+    s = _open_array(repo, rows)
     per = rows // files
     refs = [((r, 0), str(folder / f"f{r // per:05d}.bin"), 16 * (r % per), 16) for r in range(rows)]
     s.put_virtual_refs("v", refs)
@@ -107,9 +113,7 @@ def test_two_positions_staged_alike_become_one_node(
 ) -> None:
     folder, data = _archive(tmp_path)
     repo = make_repo(virtual_sources={str(folder): {}})
-    s = repo.writable_session()
-    zarr.create_array(s.store, name="v", shape=(ROWS, 4), chunks=(1, 4), dtype="<f4",
-                      compressors=None, fill_value=0)  # fmt: skip
+    s = _open_array(repo)
     shape = s.virtual_shard_shape("v")
     assert shape is not None
     assert shape[0] < ROWS
