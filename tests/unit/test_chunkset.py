@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from zarrlake.model.changes import ADDED, CHANGED, ChangeSet, NodeChange
-from zarrlake.model.chunkset import ChunkArray, KindArray, kind_array
+from zarrlake.model.chunkset import ChunkArray, KindArray, LazyRows, kind_array
 
 
 def _chunks() -> ChunkArray:
@@ -59,3 +59,73 @@ def test_a_zero_dimensional_chunk() -> None:
     assert dict(kinds) == {(): ADDED}
     node = NodeChange(chunks=kinds.chunks, node_type="array", kinds=kinds)
     assert ChangeSet.decode(ChangeSet({"s": node}).encode()).nodes["s"].chunks == {()}
+
+
+@pytest.mark.parametrize("swap", [None, (5, 6), (65535, 65536), (69_998, 69_999)])
+def test_rows_in_order_or_not_encode_alike(swap: tuple[int, int] | None) -> None:
+    # An import adds its chunks shard after shard, in order: encoded without a sorted copy.
+    # One pair out of order (within the first block, across the boundary between blocks of
+    # the order check, at the end) must still be sorted, or the encoding would differ.
+    rows = np.stack(np.divmod(np.arange(70_000, dtype=np.int64), 7), axis=1)
+    kinds = np.arange(70_000, dtype=np.uint64).astype(np.uint8) % 4
+    given_rows, given_kinds = rows.copy(), kinds.copy()
+    if swap is not None:
+        given_rows[list(swap)] = given_rows[list(swap[::-1])]
+        given_kinds[list(swap)] = given_kinds[list(swap[::-1])]
+    given = KindArray(ChunkArray(given_rows), given_kinds)
+    ordered = KindArray(ChunkArray(rows), kinds)
+
+    def encoded(k: KindArray) -> bytes:
+        return ChangeSet({"a": NodeChange(chunks=k.chunks, kinds=k)}, exact=True).encode()
+
+    assert encoded(given) == encoded(ordered)
+    decoded = ChangeSet.decode(encoded(given)).nodes["a"].kinds
+    assert decoded is not None
+    assert decoded[(9999, 5)] == kinds[9999 * 7 + 5]
+
+
+def _lazy(rows: np.ndarray, made: list[int]) -> LazyRows:
+    def make() -> np.ndarray:
+        made.append(len(rows))
+        return rows
+
+    return LazyRows(len(rows), make)
+
+
+def test_blocks_made_on_demand_behave_as_one_array() -> None:
+    made: list[int] = []
+    first, second = np.array([[0, 1], [0, 3]]), np.array([[2, 0], [2, 1], [2, 2]])
+    parts = [(_lazy(first, made), ADDED), (_lazy(second, made), 7)]
+    kinds = kind_array(2, {(1, 1): CHANGED}, parts)
+    assert len(kinds) == 6
+    assert len(kinds.chunks) == 6
+    assert made == []  # counting makes no rows
+    rows = [(1, 1), (0, 1), (0, 3), (2, 0), (2, 1), (2, 2)]
+    assert list(kinds.chunks) == rows
+    assert dict(kinds) == dict(zip(rows, [CHANGED, ADDED, ADDED, 7, 7, 7], strict=True))
+    assert kinds.kinds.tolist() == [CHANGED, ADDED, ADDED, 7, 7, 7]
+    assert kinds.chunks.coords.tolist() == [list(r) for r in rows]
+    assert kinds.chunks == frozenset(rows)
+    with pytest.raises(ValueError, match="do not fit"):
+        KindArray(ChunkArray(first, second), [np.zeros(1, np.uint8), ADDED])
+
+
+@pytest.mark.parametrize("in_order", [True, False])
+def test_blocks_encode_as_the_tuples_they_hold(in_order: bool) -> None:
+    # Blocks in order are compressed one at a time, each made once; out of order (here the
+    # second block before the first), every row is gathered and sorted: the same bytes.
+    made: list[int] = []
+    a = np.stack(np.divmod(np.arange(0, 5_000, dtype=np.int64), 50), axis=1)
+    b = np.stack(np.divmod(np.arange(5_000, 9_000, dtype=np.int64), 50), axis=1)
+    parts = [(_lazy(a, made), ADDED), (_lazy(b, made), CHANGED)]
+    kinds = kind_array(2, {}, parts if in_order else parts[::-1])
+    arrays = NodeChange(chunks=kinds.chunks, node_type="array", kinds=kinds)
+    tuples = NodeChange(chunks=frozenset(kinds), node_type="array", kinds=dict(kinds))
+    made.clear()
+    encoded = ChangeSet({"a": arrays}, exact=True).encode()
+    assert encoded == ChangeSet({"a": tuples}, exact=True).encode()
+    if in_order:
+        assert made == [5_000, 4_000]
+    decoded = ChangeSet.decode(encoded).nodes["a"]
+    assert decoded.kinds == dict(kinds)
+    assert decoded.kinds[(99, 49)] == ADDED

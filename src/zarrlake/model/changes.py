@@ -6,21 +6,21 @@ supplies (and caches); nothing here touches SQL or files.
 
 from __future__ import annotations
 
-import base64
+import functools
 import json
 import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from itertools import chain
 from typing import Protocol
 
 import numpy as np
 
 from zarrlake.errors import CatalogError
 from zarrlake.model.batches import batch_coord_array, expand_batch
-from zarrlake.model.chunkset import KindArray, kind_array
+from zarrlake.model.chunkcodec import packed_chunks, unpack
+from zarrlake.model.chunkset import KindArray, LazyRows, kind_array
 from zarrlake.model.index import ManifestIndex, NodeLoader
 from zarrlake.model.manifest import (
     ChunkRef,
@@ -187,12 +187,11 @@ class ChangeSet:
                 item["a"] = sorted(c.attrs)
             if c.node_type:
                 item["t"] = c.node_type
-            arr, kinds = _sorted_chunks(c)
-            if len(arr):
-                ndim = arr.shape[1] if arr.ndim == 2 else 0
-                item["k"] = [len(c.chunks), ndim, _pack(arr)]
+            ndim, coords, kinds = packed_chunks(c.chunks, c.kinds)
+            if coords is not None:
+                item["k"] = [len(c.chunks), ndim, coords]
             if kinds is not None:
-                item["m"] = _pack(kinds)
+                item["m"] = kinds
             out[path] = item
         doc: dict[str, object] = {"v": 1, "nodes": out, "raw": sorted(self.raw)}
         if self.exact:
@@ -217,12 +216,12 @@ class ChangeSet:
                 if ndim == 0:
                     order = [()]
                 else:
-                    arr = np.frombuffer(_unpack(b64), "<i8").reshape(n, ndim)
+                    arr = np.frombuffer(unpack(b64), "<i8").reshape(n, ndim)
                     order = list(map(tuple, arr.tolist()))
             chunks = frozenset(order)
             kinds: dict[ChunkCoords, int] | None = None
             if "m" in item:  # how each chunk changed, in the order of the coordinates
-                values = np.frombuffer(_unpack(item["m"]), np.uint8).tolist()
+                values = np.frombuffer(unpack(item["m"]), np.uint8).tolist()
                 if len(values) != len(order):
                     raise ValueError(f"{len(values)} chunk kinds for {len(order)} chunks")
                 kinds = dict(zip(order, values, strict=True))
@@ -238,45 +237,10 @@ class ChangeSet:
         return cls(nodes, frozenset(doc["raw"]), bool(doc.get("x")))
 
 
-def _sorted_chunks(c: NodeChange) -> tuple[np.ndarray, np.ndarray | None]:
-    """(the coordinates of ``c``'s chunks in order, one row each; their kinds in the same
-    order, or ``None``), sorted by numpy rather than as tuples."""
-    arr, kinds = _chunk_rows(c)
-    order = np.lexsort(arr.T[::-1]) if arr.ndim == 2 and arr.shape[1] else np.arange(len(arr))
-    return arr[order], None if kinds is None else kinds[order]
-
-
-def _chunk_rows(c: NodeChange) -> tuple[np.ndarray, np.ndarray | None]:
-    """``c``'s chunk coordinates, one row each, and their kinds (or ``None``), unsorted."""
-    if isinstance(c.kinds, KindArray) and c.kinds.chunks is c.chunks:
-        return c.kinds.chunks.coords.astype("<i8"), c.kinds.kinds
-    kinds = None
-    if c.kinds is not None and c.kinds.keys() == c.chunks:
-        keys = list(c.kinds)
-        kinds = np.fromiter(c.kinds.values(), np.uint8, len(keys))
-    else:
-        keys = list(c.chunks)
-        if c.kinds is not None:
-            kinds = np.fromiter(map(c.kinds.__getitem__, keys), np.uint8, len(keys))
-    if not keys:
-        return np.empty(0, "<i8"), kinds
-    ndim = len(keys[0])
-    flat = chain.from_iterable(keys)
-    return np.fromiter(flat, "<i8", len(keys) * ndim).reshape(len(keys), ndim), kinds
-
-
 def all_exact(changes: Sequence[ChangeSet]) -> bool:
     """Whether ``changes`` (those of a line of commits) are some, and all exact: then a diff
     across them needs no manifest, except for a node they cannot answer for."""
     return bool(changes) and all(cs.exact for cs in changes)
-
-
-def _pack(arr: np.ndarray) -> str:
-    return base64.b64encode(zlib.compress(arr.tobytes(), 1)).decode()
-
-
-def _unpack(b64: str) -> bytes:
-    return zlib.decompress(base64.b64decode(b64))
 
 
 def _meta_change(reader: SnapshotReader, old: bytes, new: bytes) -> tuple[bool, frozenset[str]]:
@@ -511,8 +475,10 @@ def _apply_chunks(
         if h != old_hash:
             blobs[h] = ("shard", data)
             new_hashes[pos] = h
-    added: list[tuple[np.ndarray, int]] = []  # the chunks of the new shards, as arrays
-    for pos in direct:  # a new shard, as staged: nothing to merge it with
+    added: list[tuple[LazyRows, int]] = []  # the chunks of the new shards
+    # new shards, as staged (nothing to merge them with), in order: their chunks then come in
+    # the order a change set is encoded in wherever shards span the trailing dimensions
+    for pos in sorted(direct):
         assert batches is not None
         left = batches.staged_hash(pos) if taken is not None else None
         if left is not None and taken is not None:  # its bytes stay in the catalog until
@@ -522,7 +488,9 @@ def _apply_chunks(
             data = batches[pos].encode()
             new_hashes[pos] = h = content_hash(data)
             blobs[h] = ("shard", data)
-        added.append((batch_coord_array(pos, batches.flat(pos), shard_shape), _ADDED_VIRTUAL))
+        at = batches.flat(pos)  # the new shard's chunks, made when the change set asks
+        rows = LazyRows(len(at), functools.partial(batch_coord_array, pos, at, shard_shape))
+        added.append((rows, _ADDED_VIRTUAL))
     kinds = kind_array(len(shard_shape), changed, added) if added else changed
     if not new_hashes and index.is_tree:
         return (_store_index(index, blobs) if index.top else None), kinds

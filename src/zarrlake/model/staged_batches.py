@@ -46,7 +46,10 @@ class StagedBatches(MutableMapping[ChunkCoords, Shard]):
         if self._load is None:
             raise ValueError("a batch can be left in the catalog only with a loader")
         self._held.pop(pos, None)
-        self._left[pos] = (shard_hash, flat)
+        # a copy (``flat`` may be a view of the shard's bytes), in 4 bytes a chunk where the
+        # indices allow it (sorted: the last is the largest), as an import holds every batch's
+        small = not len(flat) or int(flat[-1]) < 2**31
+        self._left[pos] = (shard_hash, flat.astype(np.int32) if small else flat.copy())
 
     def staged_hash(self, pos: ChunkCoords) -> bytes | None:
         """The hash of the batch at ``pos`` if it was left in the catalog, else ``None``."""

@@ -8,8 +8,6 @@ import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-import numpy as np
-
 from zarrlake.catalog.interface import Read
 from zarrlake.errors import InvalidInputError, InvalidKeyError
 from zarrlake.model import (
@@ -165,7 +163,7 @@ def staged_state(
             sn = state.node(r.path)
             if not sn.batches:
                 sn.batches = StagedBatches(functools.partial(load, r.path))
-            sn.batches.leave(r.coords, r.ref.hash, np.array(batch_shard(r).flat))
+            sn.batches.leave(r.coords, r.ref.hash, batch_shard(r).flat)
             sn.batch_shape = text_shape(r.key)
             continue
         _apply_entry(state, r)
