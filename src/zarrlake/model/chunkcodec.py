@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import base64
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from itertools import chain
 
@@ -39,48 +39,34 @@ def packed_chunks(
 ) -> Packed:
     """(the number of dimensions, the packed coordinates of ``chunks`` in order or ``None``
     when there are none, their packed ``kinds`` in that order or ``None`` without kinds)."""
-    streamed = _streamed(chunks, kinds)
-    if streamed is not None:
-        return streamed
+    if isinstance(kinds, KindArray) and kinds.chunks is chunks and kinds.chunks.blocks_count > 1:
+        streamed = _streamed(kinds)
+        if streamed is not None:
+            return streamed
     arr, sorted_kinds = _sorted(chunks, kinds)
     ndim = arr.shape[1] if arr.ndim == 2 else 0
     coords = pack(arr) if len(arr) else None
     return ndim, coords, None if sorted_kinds is None else pack(sorted_kinds)
 
 
-def _streamed(
-    chunks: AbstractSet[ChunkCoords], kinds: Mapping[ChunkCoords, int] | None
-) -> Packed | None:
-    """:func:`packed_chunks` a block at a time, or ``None`` if the blocks are out of order."""
+def _streamed(kinds: KindArray) -> Packed | None:
+    """:func:`packed_chunks` of ``kinds`` a block at a time, or ``None`` if its blocks are
+    not in order."""
     zc, zk = zlib.compressobj(1), zlib.compressobj(1)
     out_c: list[bytes] = []
     out_k: list[bytes] = []
-    ndim, last, with_kinds = 0, None, kinds is not None
-    for rows, block_kinds in _blocks(chunks, kinds):
+    ndim, last = 0, None
+    for rows, block_kinds in kinds.blocks():
         if not len(rows):
             continue
         ndim = rows.shape[1] if rows.ndim == 2 else 0
         if ndim and (not _in_order(rows) or (last is not None and last >= rows[0].tolist())):
             return None
         last = rows[-1].tolist() if ndim else None
-        out_c.append(zc.compress(np.ascontiguousarray(rows)))
-        if block_kinds is not None:
-            out_k.append(zk.compress(np.ascontiguousarray(block_kinds)))
-    coords = None
-    if out_c:
-        coords = base64.b64encode(b"".join([*out_c, zc.flush()])).decode()
-    packed_kinds = base64.b64encode(b"".join([*out_k, zk.flush()])).decode() if with_kinds else None
-    return ndim, coords, packed_kinds
-
-
-def _blocks(
-    chunks: AbstractSet[ChunkCoords], kinds: Mapping[ChunkCoords, int] | None
-) -> Iterator[tuple[np.ndarray, np.ndarray | None]]:
-    if isinstance(kinds, KindArray) and kinds.chunks is chunks:
-        for rows, k in kinds.blocks():
-            yield rows.astype("<i8", copy=False), k
-        return
-    yield _rows(chunks, kinds)
+        out_c.append(zc.compress(np.ascontiguousarray(rows.astype("<i8", copy=False))))
+        out_k.append(zk.compress(np.ascontiguousarray(block_kinds)))
+    coords = base64.b64encode(b"".join([*out_c, zc.flush()])).decode()
+    return ndim, coords, base64.b64encode(b"".join([*out_k, zk.flush()])).decode()
 
 
 def _sorted(

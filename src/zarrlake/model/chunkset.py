@@ -72,6 +72,10 @@ class ChunkArray(AbstractSet[ChunkCoords]):
     def block_lengths(self) -> list[int]:
         return [len(b) for b in self._blocks]
 
+    @property
+    def blocks_count(self) -> int:
+        return len(self._blocks)
+
     def blocks(self) -> Iterator[np.ndarray]:
         """The rows, a block at a time."""
         for b in self._blocks:
@@ -116,9 +120,11 @@ class KindArray(Mapping[ChunkCoords, int]):
         if isinstance(kinds, np.ndarray):
             if len(kinds) != len(chunks):
                 raise ValueError(f"{len(kinds)} kinds for {len(chunks)} chunks")
-            parts: list[np.ndarray | int] = [np.asarray(kinds, np.uint8)]
-            if len(lengths) > 1:  # one array over several blocks: split it along them
-                parts = list(np.split(kinds, np.cumsum(lengths)[:-1]))
+            # one array over every block: split along them
+            whole = np.asarray(kinds, np.uint8)
+            parts: list[np.ndarray | int] = (
+                list(np.split(whole, np.cumsum(lengths)[:-1])) if lengths else []
+            )
         else:
             parts = list(kinds)
             bad = len(parts) != len(lengths) or any(
