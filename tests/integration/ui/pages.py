@@ -111,6 +111,15 @@ class MergePage(DashboardPage):
     def conflict_rows(self) -> list[str]:
         return [str(t) for t in self.page.locator(".zl-conflicts .tabulator-row").all_inner_texts()]
 
+    def conflicts_showing(self, count: int, *words: str) -> list[str]:
+        """The conflict table's rows, asserting there are ``count`` and that each shows every
+        one of ``words`` (for :func:`wait_until`: the table fills its rows in after they
+        appear)."""
+        rows = self.conflict_rows()
+        assert len(rows) == count, rows
+        assert all(w in r for r in rows for w in words), rows
+        return rows
+
 
 class DataPage(DashboardPage):
     page_name = "data"
