@@ -26,7 +26,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import sqlalchemy as sa
 import zarr
 
 import zarrlake
@@ -55,16 +54,16 @@ def params(settings: Settings) -> Params:
 
 
 class StatementCounter:
-    """Counts the statements an engine sends while :meth:`counting` is active."""
+    """Counts the statements a catalog sends while :meth:`counting` is active."""
 
-    def __init__(self, engine: sa.Engine) -> None:
-        self.engine = engine
+    def __init__(self, catalog: Any) -> None:
+        self._watching = catalog.watch(self._seen)
+        self._watching.__enter__()
         self.n = 0
         self.active = False
         self.last: list[str] = []
-        sa.event.listen(engine, "before_cursor_execute", self._seen)
 
-    def _seen(self, _conn: Any, _cur: Any, statement: str, *_args: Any) -> None:
+    def _seen(self, statement: str, _params: Any) -> None:
         if self.active:
             self.n += 1
             self.last.append(" ".join(statement.split())[:100])
@@ -78,7 +77,7 @@ class StatementCounter:
             self.active = False
 
     def close(self) -> None:
-        sa.event.remove(self.engine, "before_cursor_execute", self._seen)
+        self._watching.__exit__(None, None, None)
 
 
 def create_repo(settings: Settings, system: str) -> zarrlake.Repo:
@@ -133,7 +132,7 @@ def measure(settings: Settings, system: str, p: Params) -> list[Result]:
     repo = create_repo(settings, system)
     try:
         setup = build(repo, p)
-        counter = StatementCounter(catalog_for(repo.config.catalog).engine)
+        counter = StatementCounter(catalog_for(repo.config.catalog))
         commit_s: list[float] = []
         commit_n: list[float] = []
         read_s: list[float] = []

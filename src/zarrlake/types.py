@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import getpass
+import os
 import re
 import secrets
 import unicodedata
@@ -83,7 +85,19 @@ def new_session_id() -> str:
 
 
 def default_author() -> str:
-    """Who makes a commit when no author is given: the user running the process."""
+    """Who makes a commit when no author is given: the user running the process (the
+    environment's ``LOGNAME``, ``USER``, ``LNAME`` or ``USERNAME``, as :func:`getpass.getuser`
+    reads them, else the account's name)."""
+    for var in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+        if found := os.environ.get(var):
+            return found
+    return _account()
+
+
+@functools.cache
+def _account() -> str:
+    """The account's name, looked up once per process (a read of the password database,
+    which every session would otherwise pay)."""
     try:
         return getpass.getuser()
     except (KeyError, OSError):

@@ -10,29 +10,29 @@ from typing import Any
 
 import numpy as np
 import pytest
-import sqlalchemy as sa
 import zarr
 from psycopg import pq
 from psycopg.adapt import PyFormat
 
 import zarrlake
 from tests.conftest import PG_URL, _need_postgres, unique
+from zarrlake.catalog import catalog_for
 from zarrlake.catalog.pg_arrays import BinaryList
 from zarrlake.testing import LakeProbe
 
 
 class _Capture:
-    """The parameters of each publish statement, with the format psycopg dumps them in."""
+    """The parameters of each publish statement, with the format the catalog's connections
+    dump them in."""
 
-    def __init__(self) -> None:
+    def __init__(self, adapters: Any) -> None:
+        self.adapters = adapters
         self.formats: list[dict[str, pq.Format]] = []
 
-    def __call__(
-        self, conn: Any, cursor: Any, statement: str, params: Any, context: Any, many: bool
-    ) -> None:
+    def __call__(self, statement: str, params: Any) -> None:
         if not statement.startswith("WITH zl_w0"):
             return
-        adapters = cursor.connection.adapters
+        adapters = self.adapters
         self.formats.append(
             {
                 name: adapters.get_dumper(type(params[name]), PyFormat.AUTO).format
@@ -45,14 +45,12 @@ class _Capture:
 def test_commit_sends_its_nodes_as_binary_arrays(tmp_path: Path) -> None:
     _need_postgres()
     repo = zarrlake.Repo.create(catalog=PG_URL, storage=str(tmp_path / "o"), name=unique())
-    capture = _Capture()
-    sa.event.listen(sa.Engine, "before_cursor_execute", capture)
-    try:
+    with LakeProbe(repo).sql() as conn:
+        capture = _Capture(conn.connection.driver_connection.adapters)
+    with catalog_for(repo.config.catalog).watch(capture):
         s = repo.writable_session("main")
         zarr.create_array(s.store, name="a", shape=(8,), chunks=(2,), dtype="i4")[:] = 7
         s.commit("nodes")
-    finally:
-        sa.event.remove(sa.Engine, "before_cursor_execute", capture)
     assert capture.formats == [{"b_hashes": pq.Format.BINARY, "b_datas": pq.Format.BINARY}]
 
 

@@ -10,7 +10,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 import zarr
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
@@ -51,16 +50,12 @@ DIFF = {"sqlite": 4, "postgresql": 4}
 @contextmanager
 def statements(repo: zarrlake.Repo) -> Iterator[list[str]]:
     sent: list[str] = []
-    engine = catalog_for(repo.config.catalog).engine
 
-    def seen(_conn: Any, _cur: Any, statement: str, *_args: Any) -> None:
+    def seen(statement: str, _params: Any) -> None:
         sent.append(" ".join(statement.split()))
 
-    sa.event.listen(engine, "before_cursor_execute", seen)
-    try:
+    with catalog_for(repo.config.catalog).watch(seen):
         yield sent
-    finally:
-        sa.event.remove(engine, "before_cursor_execute", seen)
 
 
 def _array_repo(make_repo: Callable[..., zarrlake.Repo]) -> zarrlake.Repo:

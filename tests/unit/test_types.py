@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import re
 from datetime import UTC, datetime
 
@@ -11,6 +12,7 @@ from zarrlake.errors import InvalidKeyError, InvalidNameError
 from zarrlake.types import (
     MAX_NAME_LENGTH,
     CommitInfo,
+    default_author,
     from_epoch,
     new_commit_id,
     new_session_id,
@@ -188,3 +190,22 @@ def test_commit_checks_summary_puts_failures_first() -> None:
     info = CommitInfo("a", (), "me", "m", {"checks": checks}, from_epoch(0))
     assert info.checks_summary() == "no-nan failed: NaN in 1 changed chunk; 2 passed"
     assert CommitInfo("a", (), "me", "m", {}, from_epoch(0)).checks_summary() == ""
+
+
+def test_the_default_author_is_the_environments_user_then_the_account(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for var in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+        monkeypatch.delenv(var, raising=False)
+    account = default_author()
+    assert account == getpass.getuser()
+    monkeypatch.setenv("USERNAME", "carol")
+    assert default_author() == "carol"
+    monkeypatch.setenv("USER", "bob")
+    assert default_author() == "bob"  # USER is read before USERNAME, as getpass reads them
+    monkeypatch.setenv("LOGNAME", "alice")
+    assert default_author() == "alice"
+    monkeypatch.delenv("LOGNAME")
+    monkeypatch.delenv("USER")
+    monkeypatch.delenv("USERNAME")
+    assert default_author() == account

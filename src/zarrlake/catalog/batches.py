@@ -18,6 +18,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from zarrlake.catalog.driver import DriverTx
 from zarrlake.catalog.rows import coords_text, staged_values
 from zarrlake.catalog.schema import sessions, staged
 from zarrlake.model.batches import (
@@ -36,10 +37,10 @@ _IN = 500  # keys per IN list
 
 
 def stage_batches(
-    conn: sa.Connection,
+    conn: DriverTx,
     session_id: str,
     entries: Sequence[StagedEntry],
-    write: Callable[[sa.Connection, list[dict[str, Any]]], None],
+    write: Callable[[DriverTx, list[dict[str, Any]]], None],
 ) -> None:
     """Stage ``entries`` (batches) in the transaction of ``conn``; ``write`` upserts rows."""
     # one process of the session at a time merges batches: two reading the same position
@@ -79,9 +80,7 @@ def stage_batches(
             write(conn, rows)
 
 
-def _merge_existing(
-    conn: sa.Connection, mine: Any, batches: list[StagedEntry]
-) -> list[StagedEntry]:
+def _merge_existing(conn: DriverTx, mine: Any, batches: list[StagedEntry]) -> list[StagedEntry]:
     """``batches``, each written over the batch staged before at its position."""
     if not batches:
         return []
@@ -92,7 +91,7 @@ def _merge_existing(
         q = sa.select(staged.c.key, staged.c.inline).where(
             mine, staged.c.kind == "vrefs", staged.c.key.in_(names[start : start + _IN])
         )
-        found.update((k, bytes(v)) for k, v in conn.execute(q))
+        found.update((r.key, bytes(r.inline)) for r in conn.execute(q))
     out = []
     for key, e in keys.items():
         old = found.get(key)
@@ -103,7 +102,7 @@ def _merge_existing(
     return out
 
 
-def _drop_covered(conn: sa.Connection, mine: Any, batches: list[StagedEntry]) -> None:
+def _drop_covered(conn: DriverTx, mine: Any, batches: list[StagedEntry]) -> None:
     """Remove the chunk rows at coordinates the batches cover (they were staged before)."""
     texts: list[str] = []
     for e in batches:

@@ -19,6 +19,7 @@ import sqlalchemy as sa
 import zarrlake.process as process
 from zarrlake.catalog.commits import CommitQueries
 from zarrlake.catalog.db import CatalogDb
+from zarrlake.catalog.driver import Prepared
 from zarrlake.catalog.gc import GcQueries
 from zarrlake.catalog.nodes import NodeQueries
 from zarrlake.catalog.pulls import PullQueries
@@ -73,6 +74,13 @@ class RepoCatalog:
         return self.db.safe_url()
 
 
+_GET_REPO = Prepared(
+    sa.select(repos.c.id, repos.c.storage, repos.c.content_hash, repos.c.virtual_identity).where(
+        repos.c.name == sa.bindparam("p_name")
+    )
+)
+
+
 class Catalog(CatalogDb):
     """A catalog database: its repos."""
 
@@ -113,11 +121,7 @@ class Catalog(CatalogDb):
     def get_repo(self, name: str) -> RepoRecord:
         """A repo's id, storage URL, content hash and virtual identity."""
         with self.read() as conn:
-            row = conn.execute(
-                sa.select(
-                    repos.c.id, repos.c.storage, repos.c.content_hash, repos.c.virtual_identity
-                ).where(repos.c.name == name)
-            ).first()
+            row = conn.execute(_GET_REPO, {"p_name": name}).first()
         if row is None:
             raise NotFoundError(
                 f"no repo {name!r} in catalog {self.safe_url()}; "

@@ -9,6 +9,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from zarrlake.catalog.db import Scoped
+from zarrlake.catalog.driver import Prepared
 from zarrlake.catalog.keys import recorded_key
 from zarrlake.catalog.rows import COMMIT_COLS, batches, commit_record
 from zarrlake.catalog.schema import blobs, commits, refs
@@ -18,16 +19,19 @@ from zarrlake.model.records import CommitRecord
 __all__ = ["CommitQueries"]
 
 
+_GET = Prepared(
+    sa.select(*COMMIT_COLS).where(
+        commits.c.repo_id == sa.bindparam("p_repo"), commits.c.id == sa.bindparam("p_id")
+    )
+)
+
+
 class CommitQueries(Scoped):
     """A repo's commits."""
 
     def get(self, commit_id: str) -> CommitRecord:
         with self.db.read() as conn:
-            row = conn.execute(
-                sa.select(*COMMIT_COLS).where(
-                    commits.c.repo_id == self.repo_id, commits.c.id == commit_id
-                )
-            ).first()
+            row = conn.execute(_GET, {"p_repo": self.repo_id, "p_id": commit_id}).first()
         if row is None:
             raise NotFoundError(f"no commit {commit_id!r} in this repo")
         return commit_record(row)

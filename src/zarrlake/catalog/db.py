@@ -7,11 +7,13 @@ import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import sqlalchemy as sa
 
 import zarrlake.catalog.dialect as dia
 import zarrlake.catalog.migrations as migrations
+from zarrlake.catalog.driver import DriverTx, Prepared, Watcher, transaction
 from zarrlake.catalog.schema import (
     SCHEMA_VERSION,
     blobs,
@@ -88,16 +90,20 @@ class CatalogDb:
             ) from exc
         self.dialect = self.engine.dialect.name
         self._file_id: tuple[int, int] | None = None
-        self._now = dia.now_sql(self.dialect)
-        self.upsert_staged = dia.upsert(
-            staged,
-            self.dialect,
-            ["hash", "length", "inline", "pack", "pack_offset", "crc", "source"],
+        self._now = Prepared(dia.now_sql(self.dialect))
+        self._watchers: list[Watcher] = []
+        self._driver_error: type[Exception] = self.engine.dialect.loaded_dbapi.Error
+        self.upsert_staged = Prepared(
+            dia.upsert(
+                staged,
+                self.dialect,
+                ["hash", "length", "inline", "pack", "pack_offset", "crc", "source"],
+            )
         )
         # Writing a blob that exists refreshes its created_at: garbage collection deletes a
         # blob only if it was not written again since it was marked (docs/history.md).
-        self.insert_blob = dia.upsert(blobs, self.dialect, ["created_at"])
-        self.insert_read = dia.insert_ignore(reads, self.dialect)
+        self.insert_blob = Prepared(dia.upsert(blobs, self.dialect, ["created_at"]))
+        self.insert_read = Prepared(dia.insert_ignore(reads, self.dialect))
         self._ensure_schema(create, check_version)
         self._file_id = self._stat_file()
         self.catalog_id = self._read_catalog_id()
@@ -147,8 +153,9 @@ class CatalogDb:
     # -- plumbing ------------------------------------------------------------------------------
 
     @contextmanager
-    def tx(self, write: bool = False, *, single: bool = False) -> Iterator[sa.Connection]:
-        """One transaction; translates driver errors to :class:`CatalogError` (cause kept).
+    def tx(self, write: bool = False, *, single: bool = False) -> Iterator[DriverTx]:
+        """One transaction on the driver's connection (:mod:`.driver`); translates driver
+        errors to :class:`CatalogError` (cause kept).
 
         Lock waits are the database's job (SQLite's busy timeout, PostgreSQL's row locks).
         ``single``: see :meth:`read`.
@@ -159,33 +166,51 @@ class CatalogDb:
                 "it; open the repo again"
             )
         try:
-            with self.engine.connect() as conn:
-                if single:
-                    conn = conn.execution_options(**dia.read_options(self.dialect))
-                    yield conn
-                    return
-                if write:
-                    conn = conn.execution_options(zl_write=True)
-                with conn.begin():
-                    yield conn
-        except sa.exc.IntegrityError as exc:
-            if dia.is_unique_violation(exc):
+            with transaction(
+                self.engine, write=write, single=single, watchers=self._watchers
+            ) as conn:
+                yield conn
+        except (sa.exc.DBAPIError, self._driver_error) as exc:
+            raise self._translated(exc) from exc
+
+    def _translated(self, exc: Exception) -> Exception:
+        """A driver error (raw, or wrapped by SQLAlchemy) as an error of our tree."""
+        orig: BaseException = exc
+        if isinstance(exc, sa.exc.DBAPIError) and exc.orig is not None:
+            orig = exc.orig
+        dbapi = self.engine.dialect.loaded_dbapi
+        if isinstance(exc, sa.exc.IntegrityError) or isinstance(orig, dbapi.IntegrityError):
+            if dia.is_unique_violation(orig):
                 # two processes created the same repo, branch or tag at once: one won
-                raise AlreadyExistsError(
-                    f"it was created by another process at the same moment ({one_line(exc.orig)})"
-                ) from exc
-            raise CatalogError(f"catalog {self.safe_url()} failed: {one_line(exc.orig)}") from exc
-        except sa.exc.DBAPIError as exc:
-            if dia.is_read_only_error(exc):
-                raise PermissionDeniedError(
-                    f"catalog {self.safe_url()} refuses writes through this connection (a "
-                    "read-only file or a database role without write rights): nothing was "
-                    f"changed. Open it with write access to change it ({one_line(exc.orig)})"
-                ) from exc
-            raise CatalogError(f"catalog {self.safe_url()} failed: {one_line(exc.orig)}") from exc
+                return AlreadyExistsError(
+                    f"it was created by another process at the same moment ({one_line(orig)})"
+                )
+        elif dia.is_read_only_error(orig):
+            return PermissionDeniedError(
+                f"catalog {self.safe_url()} refuses writes through this connection (a "
+                "read-only file or a database role without write rights): nothing was "
+                f"changed. Open it with write access to change it ({one_line(orig)})"
+            )
+        return CatalogError(f"catalog {self.safe_url()} failed: {one_line(orig)}")
 
     @contextmanager
-    def read(self) -> Iterator[sa.Connection]:
+    def watch(self, watcher: Watcher) -> Iterator[None]:
+        """Tell ``watcher`` every statement this catalog sends while the block runs (its SQL
+        and parameters), by either path: statement counts in tests and ``bench/``."""
+
+        def seen(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+            watcher(statement, parameters)
+
+        self._watchers.append(watcher)
+        sa.event.listen(self.engine, "before_cursor_execute", seen)
+        try:
+            yield
+        finally:
+            sa.event.remove(self.engine, "before_cursor_execute", seen)
+            self._watchers.remove(watcher)
+
+    @contextmanager
+    def read(self) -> Iterator[DriverTx]:
         """A connection for ONE read statement, sent outside an explicit transaction.
 
         A single statement is atomic and reads one snapshot by itself, so the transaction's
@@ -199,7 +224,7 @@ class CatalogDb:
         """The catalog URL without its password."""
         return dia.safe_url(self.url)
 
-    def now(self, conn: sa.Connection) -> float:
+    def now(self, conn: DriverTx) -> float:
         return float(conn.execute(self._now).scalar_one())
 
     def clock(self) -> float:
@@ -236,8 +261,8 @@ class CatalogDb:
 
         with self.tx(write=True) as conn:
             dia.schema_lock(conn)
-            metadata.create_all(conn, checkfirst=True)
-            tune_storage(conn)
+            metadata.create_all(conn.sa, checkfirst=True)
+            tune_storage(conn.sa)
             conn.execute(
                 dia.insert_ignore(info, self.dialect),
                 [
@@ -246,7 +271,7 @@ class CatalogDb:
                 ],
             )
 
-    def _version_in(self, conn: sa.Connection) -> int:
+    def _version_in(self, conn: DriverTx) -> int:
         v = conn.execute(sa.select(info.c.value).where(info.c.key == "schema_version")).scalar()
         if v is None or not v.isdigit() or int(v) < 1:
             raise SchemaVersionError(
@@ -284,7 +309,7 @@ class CatalogDb:
             start = self._version_in(conn)
             if start > SCHEMA_VERSION:
                 self._refuse_other_version(start)
-            applied = migrations.run(conn, start, SCHEMA_VERSION)
+            applied = migrations.run(conn.sa, start, SCHEMA_VERSION)
             conn.execute(
                 sa.update(info)
                 .where(info.c.key == "schema_version")

@@ -11,11 +11,11 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite
 
+from zarrlake.catalog.driver import DriverTx
 from zarrlake.types import parse_catalog_url, safe_url
 
 __all__ = [
     "configure_engine",
-    "execute_many",
     "gc_fence",
     "gc_fence_column",
     "insert_ignore",
@@ -174,19 +174,6 @@ def _upsert(table: sa.Table, dialect: str, update_cols: tuple[str, ...]) -> Any:
     )
 
 
-def execute_many(conn: sa.Connection, stmt: Any, rows: list[dict[str, Any]]) -> None:
-    """Execute ``stmt`` once per row of ``rows`` (plain values: no type needs converting).
-    On SQLite through the driver's own ``executemany`` (the statement compiled once per
-    call): there SQLAlchemy's parameter handling, row by row, costs more than SQLite's
-    inserts. On PostgreSQL through SQLAlchemy, which sends many rows per statement."""
-    if conn.dialect.name != "sqlite" or not rows:
-        conn.execute(stmt, rows)
-        return
-    compiled = stmt.compile(dialect=conn.dialect)
-    names = compiled.positiontup or ()
-    conn.exec_driver_sql(str(compiled), [tuple(r[n] for n in names) for r in rows])
-
-
 def insert_ignore(table: sa.Table, dialect: str) -> Any:
     """INSERT ... ON CONFLICT DO NOTHING (create-if-absent for content-addressed rows)."""
     return dialect_insert(table, dialect).on_conflict_do_nothing()
@@ -202,13 +189,13 @@ def dialect_insert(table: sa.Table, dialect: str) -> Any:
     return postgresql.insert(table)
 
 
-def schema_lock(conn: sa.Connection) -> None:
+def schema_lock(conn: DriverTx) -> None:
     """Serialize schema creation between processes (SQLite's BEGIN IMMEDIATE already does)."""
     if conn.dialect.name == "postgresql":
         conn.execute(sa.text("SELECT pg_advisory_xact_lock(7269837456)"))
 
 
-def gc_fence(conn: sa.Connection, repo_id: int, *, exclusive: bool) -> None:
+def gc_fence(conn: DriverTx, repo_id: int, *, exclusive: bool) -> None:
     """Order session commits (shared) against garbage collection claiming objects (exclusive).
 
     PostgreSQL runs them concurrently, so they take a transaction-scoped advisory lock per

@@ -10,6 +10,7 @@ import sqlalchemy as sa
 
 import zarrlake.catalog.dialect as dia
 from zarrlake.catalog.db import Scoped
+from zarrlake.catalog.driver import DriverTx
 from zarrlake.catalog.rows import batches
 from zarrlake.catalog.schema import blobs, commits, gc_marks, moved, refs, sessions, staged
 from zarrlake.errors import ObjectMissingError
@@ -341,7 +342,7 @@ class GcQueries(Scoped):
             return int(conn.execute(sa.delete(m).where(*cond)).rowcount)
 
 
-def refuse_swept_hits(conn: sa.Connection, repo_id: int, session_id: str) -> None:
+def refuse_swept_hits(conn: DriverTx, repo_id: int, session_id: str) -> None:
     """Refuse a session commit that stages an object or pack gc is deleting, or deleted
     after the session began (the session may have deduplicated against it before it went,
     or written a pack that gc found unreferenced before the session staged it).

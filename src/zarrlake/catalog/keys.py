@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from zarrlake.catalog.driver import DriverTx
 from zarrlake.catalog.schema import commit_keys, commits, refs
 
 __all__ = ["recorded_key"]
 
 
-def _reachable(conn: sa.Connection, repo_id: int, head: str, target: str, low: int) -> bool:
+def _reachable(conn: DriverTx, repo_id: int, head: str, target: str, low: int) -> bool:
     """Whether ``target`` (of generation ``low``) is ``head`` or one of its ancestors; walks
     only the commits of generation ``low`` and above."""
     cols = [commits.c.id, commits.c.parent_id, commits.c.merge_parent_id]
@@ -39,7 +40,7 @@ def _reachable(conn: sa.Connection, repo_id: int, head: str, target: str, low: i
 
 
 def recorded_key(
-    conn: sa.Connection, repo_id: int, branch: str, key: str | None, head: str | None
+    conn: DriverTx, repo_id: int, branch: str, key: str | None, head: str | None
 ) -> str | None:
     """The commit recorded on ``branch`` with ``key``, if it is still on the branch: the
     branch's ``head`` (read here if ``None``) is it or descends from it."""

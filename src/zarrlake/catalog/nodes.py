@@ -3,12 +3,14 @@ documents and change sets, shared by every commit that did not change them."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import sqlalchemy as sa
 
 import zarrlake.catalog.dialect as dia
 from zarrlake.catalog.db import Scoped
+from zarrlake.catalog.driver import DriverTx, Prepared
 from zarrlake.catalog.rows import batches
 from zarrlake.catalog.schema import blobs, staged
 from zarrlake.errors import CatalogError
@@ -18,12 +20,12 @@ __all__ = ["NodeQueries", "copy_staged_shards", "put_nodes"]
 Nodes = dict[bytes, tuple[str, bytes]]
 
 
-def put_nodes(conn: sa.Connection, repo_id: int, items: Nodes, now: float) -> None:
+def put_nodes(conn: DriverTx, repo_id: int, items: Nodes, now: float) -> None:
     """Store nodes (hash -> (kind, bytes)); one written again refreshes its ``created_at``,
     so garbage collection that marked it before does not delete it (docs/history.md)."""
     if items:
         conn.execute(
-            dia.upsert(blobs, conn.dialect.name, ["created_at"]),
+            _put_nodes(conn.dialect.name),
             [
                 {"repo_id": repo_id, "hash": h, "kind": k, "data": d, "created_at": now}
                 for h, (k, d) in items.items()
@@ -31,8 +33,13 @@ def put_nodes(conn: sa.Connection, repo_id: int, items: Nodes, now: float) -> No
         )
 
 
+@functools.cache
+def _put_nodes(dialect: str) -> Prepared:
+    return Prepared(dia.upsert(blobs, dialect, ["created_at"]))
+
+
 def copy_staged_shards(
-    conn: sa.Connection, repo_id: int, session_id: str, hashes: Sequence[bytes], now: float
+    conn: DriverTx, repo_id: int, session_id: str, hashes: Sequence[bytes], now: float
 ) -> None:
     """Store, as shard nodes, the batches session ``session_id`` staged under ``hashes`` (a
     batch's bytes are the shard's: :mod:`zarrlake.model.staged_batches`), copied inside the
@@ -80,9 +87,7 @@ class NodeQueries(Scoped):
 
     def get(self, h: bytes) -> bytes:
         with self.db.read() as conn:
-            data = conn.execute(
-                sa.select(blobs.c.data).where(blobs.c.repo_id == self.repo_id, blobs.c.hash == h)
-            ).scalar()
+            data = conn.execute(_GET, {"p_repo": self.repo_id, "p_hash": h}).scalar()
         if data is None:
             raise CatalogError(f"catalog node {h.hex()} is missing; run repo.fsck()")
         return bytes(data)
@@ -97,6 +102,11 @@ class NodeQueries(Scoped):
         return out
 
 
+_GET = Prepared(
+    sa.select(blobs.c.data).where(
+        blobs.c.repo_id == sa.bindparam("p_repo"), blobs.c.hash == sa.bindparam("p_hash")
+    )
+)
 # Built once, with the hashes as one expanding parameter: building the IN list element by
 # element cost more than the query itself for a diff loading a hundred shards.
 _GET_MANY = sa.select(blobs.c.hash, blobs.c.kind, blobs.c.data).where(

@@ -28,6 +28,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite
 
 import zarrlake.catalog.dialect as dia
+from zarrlake.catalog.driver import Prepared
 from zarrlake.catalog.schema import (
     blobs,
     commit_keys,
@@ -51,7 +52,7 @@ def params(repo_id: int, branch: str, session_id: str | None, key: str | None) -
 
 
 @functools.cache
-def preflight(dialect: str, session: bool, branch: bool) -> sa.Select[Any]:
+def preflight(dialect: str, session: bool, branch: bool) -> Prepared:
     """Clock, identity, schema version and (with a session) its state, the fence, and whether
     it recorded reads: one row. With ``branch`` (SQLite, whose writing transaction already
     excludes every other writer), also what :func:`lock_head` reads, as ``head`` (``None`` if
@@ -82,7 +83,7 @@ def preflight(dialect: str, session: bool, branch: bool) -> sa.Select[Any]:
         head = sa.select(refs.c.commit_id).where(*_branch(repo_id, name)).scalar_subquery()
         cols.append(head.label("head"))
         cols += _head_extras(repo_id, claims=session)
-    return sa.select(*cols)
+    return Prepared(sa.select(*cols))
 
 
 def _repo() -> sa.BindParameter[int]:
@@ -105,7 +106,8 @@ def _head_extras(repo_id: Any, *, claims: bool) -> list[sa.ColumnElement[Any]]:
             .where(
                 gc_marks.c.repo_id == repo_id,
                 gc_marks.c.kind == "object",
-                gc_marks.c.state.in_(("deleting", "deleted")),
+                # not IN (...): a list is expanded at execution, which Prepared cannot
+                sa.or_(gc_marks.c.state == "deleting", gc_marks.c.state == "deleted"),
             )
             .label("claims")
         )
@@ -113,12 +115,12 @@ def _head_extras(repo_id: Any, *, claims: bool) -> list[sa.ColumnElement[Any]]:
 
 
 @functools.cache
-def lock_head(claims: bool) -> sa.Select[Any]:
+def lock_head(claims: bool) -> Prepared:
     """The branch's head, its row locked until the end of the transaction; with ``claims``,
     whether gc claims (deleting) or deleted any object of the repo. No row if there is no such
     branch. Values bound by :func:`params`."""
     repo_id, branch = _repo(), _name()
-    return (
+    return Prepared(
         sa.select(
             refs.c.commit_id.label("head"),
             *_head_extras(repo_id, claims=claims),
@@ -129,27 +131,32 @@ def lock_head(claims: bool) -> sa.Select[Any]:
 
 
 # The SQLite commit's writes, built once; values bound at execution.
-INSERT_COMMIT = sa.insert(commits)
-INSERT_REFLOG = sa.insert(reflog)
+INSERT_COMMIT = Prepared(sa.insert(commits))
+INSERT_REFLOG = Prepared(sa.insert(reflog))
 # a key recorded again (its earlier commit is no longer on the branch: see .keys) is replaced
 _KEY = sqlite.insert(commit_keys)
-INSERT_KEY = _KEY.on_conflict_do_update(
-    index_elements=list(commit_keys.primary_key.columns),
-    set_={"commit_id": _KEY.excluded.commit_id, "created_at": _KEY.excluded.created_at},
+INSERT_KEY = Prepared(
+    _KEY.on_conflict_do_update(
+        index_elements=list(commit_keys.primary_key.columns),
+        set_={"commit_id": _KEY.excluded.commit_id, "created_at": _KEY.excluded.created_at},
+    )
 )
-MOVE_BRANCH = (
+MOVE_BRANCH = Prepared(
     sa.update(refs)
     .where(*_branch(_repo(), _name()))
     .where(refs.c.commit_id == sa.bindparam("p_base"))
     .values(commit_id=sa.bindparam("p_new"), updated_at=sa.bindparam("p_now"))
 )
-CLOSE_SESSION = (
+_CLOSE_SESSION = (
     sa.update(sessions)
     .where(sessions.c.id == sa.bindparam("p_session", type_=sessions.c.id.type))
     .values(status="committed", commit_id=sa.bindparam("p_commit", type_=sessions.c.id.type))
 )
-DROP_STAGED = sa.delete(staged).where(staged.c.session_id == sa.bindparam("p_session"))
-DROP_READS = sa.delete(reads).where(reads.c.session_id == sa.bindparam("p_session"))
+_DROP_STAGED = sa.delete(staged).where(staged.c.session_id == sa.bindparam("p_session"))
+_DROP_READS = sa.delete(reads).where(reads.c.session_id == sa.bindparam("p_session"))
+CLOSE_SESSION = Prepared(_CLOSE_SESSION)
+DROP_STAGED = Prepared(_DROP_STAGED)
+DROP_READS = Prepared(_DROP_READS)
 
 
 def commit_values(repo_id: int, row: CommitRecord, now: float) -> dict[str, Any]:
@@ -184,7 +191,7 @@ def reflog_values(
 
 
 @functools.cache
-def pg_publish(nodes: bool, key: bool, session: bool) -> sa.Select[Any]:
+def pg_publish(nodes: bool, key: bool, session: bool) -> Prepared:
     """Every write of a commit as one PostgreSQL statement, built once per shape and executed
     with :func:`pg_values`; it returns how many branch rows the compare-and-swap moved (1,
     since the transaction holds the branch row's lock). The new nodes travel as three arrays
@@ -263,7 +270,7 @@ def pg_publish(nodes: bool, key: bool, session: bool) -> sa.Select[Any]:
         )
         writes.append(record)
     if session:
-        writes += [CLOSE_SESSION.values(commit_id=new), DROP_STAGED, DROP_READS]
+        writes += [_CLOSE_SESSION.values(commit_id=new), _DROP_STAGED, _DROP_READS]
     moved = (
         sa.update(refs)
         .where(*_branch(repo_id, name), refs.c.commit_id == bind("p_base", refs.c.commit_id))
@@ -274,7 +281,7 @@ def pg_publish(nodes: bool, key: bool, session: bool) -> sa.Select[Any]:
     q = sa.select(sa.func.count().label("moved")).select_from(moved)
     for i, stmt in enumerate(writes):
         q = q.add_cte(stmt.cte(f"zl_w{i}"))
-    return q
+    return Prepared(q)
 
 
 def pg_values(

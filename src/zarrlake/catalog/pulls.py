@@ -7,6 +7,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from zarrlake.catalog.db import Scoped
+from zarrlake.catalog.driver import DriverTx
 from zarrlake.catalog.schema import pull_events, pulls
 from zarrlake.errors import NotFoundError, PullRequestError
 from zarrlake.model.rules import PullEvent, PullRecord
@@ -32,7 +33,7 @@ def _record(r: sa.Row[tuple[object, ...]]) -> PullRecord:
 
 
 def _event(
-    conn: sa.Connection,
+    conn: DriverTx,
     repo_id: int,
     number: int,
     kind: str,
@@ -55,7 +56,7 @@ def _event(
 
 
 def mark_merged(
-    conn: sa.Connection, repo_id: int, number: int, commit: str, author: str, now: float
+    conn: DriverTx, repo_id: int, number: int, commit: str, author: str, now: float
 ) -> None:
     """Record a pull request merged by ``commit`` (inside the commit's transaction); refuse
     one that is no longer open (merged or closed by someone else meanwhile)."""

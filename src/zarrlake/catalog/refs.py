@@ -6,7 +6,8 @@ import sqlalchemy as sa
 
 import zarrlake.catalog.dialect as dia
 from zarrlake.catalog.db import Scoped
-from zarrlake.catalog.rows import bound_head_query, commit_record
+from zarrlake.catalog.driver import DriverTx
+from zarrlake.catalog.rows import commit_record, prepared_head
 from zarrlake.catalog.schema import commits, reflog, refs
 from zarrlake.errors import AlreadyExistsError, NotFoundError
 from zarrlake.model.records import CommitRecord
@@ -15,7 +16,7 @@ from zarrlake.types import RefLogEntry, from_epoch
 __all__ = ["RefQueries", "log_ref", "move_ref"]
 
 
-def move_ref(conn: sa.Connection, repo_id: int, name: str, old: str, new: str, now: float) -> bool:
+def move_ref(conn: DriverTx, repo_id: int, name: str, old: str, new: str, now: float) -> bool:
     """Compare-and-swap a branch from ``old`` to ``new``: whether it moved."""
     res = conn.execute(
         sa.update(refs)
@@ -31,7 +32,7 @@ def move_ref(conn: sa.Connection, repo_id: int, name: str, old: str, new: str, n
 
 
 def log_ref(
-    conn: sa.Connection,
+    conn: DriverTx,
     repo_id: int,
     name: str,
     action: str,
@@ -78,7 +79,7 @@ class RefQueries(Scoped):
         """The head commit of a branch, or ``None`` if there is no such branch (one query)."""
         with self.db.read() as conn:
             row = conn.execute(
-                bound_head_query(), {"h_repo": self.repo_id, "h_branch": branch}
+                prepared_head(), {"h_repo": self.repo_id, "h_branch": branch}
             ).first()
         return None if row is None else commit_record(row)
 

@@ -11,6 +11,7 @@ from typing import Any
 import sqlalchemy as sa
 
 import zarrlake.catalog.dialect as dia
+from zarrlake.catalog.driver import Prepared
 from zarrlake.catalog.schema import commits, refs
 from zarrlake.errors import CatalogError
 from zarrlake.model.manifest import ChunkRef
@@ -26,6 +27,7 @@ __all__ = [
     "commit_record",
     "coords_text",
     "head_query",
+    "prepared_head",
     "read_values",
     "reads_from",
     "session_record",
@@ -210,3 +212,9 @@ def bound_head_query(clock: str | None = None) -> sa.Select[Any]:
     repo_id = sa.bindparam("h_repo", type_=sa.Integer)
     q = head_query(repo_id, sa.bindparam("h_branch", type_=refs.c.name.type))
     return q if clock is None else q.add_columns(dia.now_column(clock))
+
+
+@functools.cache
+def prepared_head(clock: str | None = None) -> Prepared:
+    """:func:`bound_head_query`, compiled once per dialect (:mod:`.driver`)."""
+    return Prepared(bound_head_query(clock))

@@ -9,6 +9,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from zarrlake.catalog.db import Scoped
+from zarrlake.catalog.driver import Prepared
 from zarrlake.catalog.schema import branch_rules, checks, webhooks
 from zarrlake.errors import AlreadyExistsError, NotFoundError
 from zarrlake.model.rules import BranchRule, BranchRules, CheckSpec, Webhook
@@ -203,5 +204,5 @@ def _for_branch_query(hooks: bool) -> Any:
 
 # Built once (the values go as parameters): every commit asks, and building the statement
 # cost more than running it.
-_FOR_BRANCH = _for_branch_query(False)
-_FOR_BRANCH_HOOKS = _for_branch_query(True)
+_FOR_BRANCH = Prepared(_for_branch_query(False))
+_FOR_BRANCH_HOOKS = Prepared(_for_branch_query(True))

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 import zarrlake.catalog.dialect as dia
 from zarrlake.catalog.batches import stage_batches
 from zarrlake.catalog.db import Scoped
+from zarrlake.catalog.driver import DriverTx, Prepared
 from zarrlake.catalog.interface import StagedAsk
 from zarrlake.catalog.nodes import put_nodes
 from zarrlake.catalog.rows import (
@@ -19,6 +20,7 @@ from zarrlake.catalog.rows import (
     bound_head_query,
     commit_record,
     coords_text,
+    prepared_head,
     read_values,
     reads_from,
     session_record,
@@ -53,12 +55,14 @@ def refuse_session(
 
 
 @functools.cache
-def _session_now(dialect: str) -> sa.Select[Any]:
+def _session_now(dialect: str) -> Prepared:
     """A session's row and the catalog's clock (built once; ``s_id`` and ``s_repo`` bound at
     execution)."""
-    return sa.select(sessions, dia.now_column(dialect)).where(
-        sessions.c.id == sa.bindparam("s_id", type_=sessions.c.id.type),
-        sessions.c.repo_id == sa.bindparam("s_repo", type_=sa.Integer),
+    return Prepared(
+        sa.select(sessions, dia.now_column(dialect)).where(
+            sessions.c.id == sa.bindparam("s_id", type_=sessions.c.id.type),
+            sessions.c.repo_id == sa.bindparam("s_repo", type_=sa.Integer),
+        )
     )
 
 
@@ -89,7 +93,7 @@ class SessionQueries(Scoped):
                 ).first()
         else:
             with self.db.tx(write=True) as conn:
-                q = bound_head_query(self.db.dialect)
+                q = prepared_head(self.db.dialect)
                 base = conn.execute(q, {"h_repo": self.repo_id, "h_branch": branch}).first()
                 if base is not None:
                     conn.execute(
@@ -115,7 +119,7 @@ class SessionQueries(Scoped):
         )
         return record, commit_record(base)
 
-    def _row(self, conn: sa.Connection, session_id: str) -> tuple[SessionRecord, float]:
+    def _row(self, conn: DriverTx, session_id: str) -> tuple[SessionRecord, float]:
         row = conn.execute(
             _session_now(self.db.dialect), {"s_id": session_id, "s_repo": self.repo_id}
         ).first()
@@ -148,7 +152,7 @@ class SessionQueries(Scoped):
             rows = conn.execute(q.order_by(sessions.c.created_at, tie)).all()
         return [session_record(r).info(float(r.now)) for r in rows]
 
-    def check(self, conn: sa.Connection, session_id: str) -> tuple[SessionRecord, float]:
+    def check(self, conn: DriverTx, session_id: str) -> tuple[SessionRecord, float]:
         """The session, refused unless open and unexpired, and the catalog's clock."""
         s, now = self._row(conn, session_id)
         refuse_session(session_id, s.status, s.expires_at, now)
@@ -232,8 +236,8 @@ class SessionQueries(Scoped):
                     self._write_staged(conn, staged_values(session_id, list(run)))
             crash_point("stage.in_tx")
 
-    def _write_staged(self, conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
-        dia.execute_many(conn, self.db.upsert_staged, rows)
+    def _write_staged(self, conn: DriverTx, rows: list[dict[str, Any]]) -> None:
+        conn.execute(self.db.upsert_staged, rows)
 
     def replace_staged(self, session_id: str, entries: Sequence[StagedEntry], base: str) -> None:
         """Replace all staged entries of a session and move its base (after a rebase)."""
@@ -258,12 +262,15 @@ class SessionQueries(Scoped):
     ) -> Iterator[StagedEntry]:
         """The staged entries of a session, as a stream (one read transaction, held until
         the stream ends): a caller that keeps less than every entry holds less."""
-        q = sa.select(staged).where(staged.c.session_id == session_id)
-        if kinds is not None:
-            q = q.where(staged.c.kind.in_(kinds))
+        if kinds is None:
+            q: Any = _ALL_STAGED
+        else:
+            q = sa.select(staged).where(
+                staged.c.session_id == sa.bindparam("p_sid"), staged.c.kind.in_(kinds)
+            )
         with self.db.read() as conn:
             sources: dict[str, VirtualSource] = {}
-            for r in conn.execute(q):
+            for r in conn.execute(q, {"p_sid": session_id}):
                 yield staged_entry(r, sources)
 
     def get_staged(
@@ -333,11 +340,12 @@ class SessionQueries(Scoped):
 
 
 # Statements built once (the values go as parameters): building one costs more than running it.
-_INSERT_SESSION = sa.insert(sessions)
+_INSERT_SESSION = Prepared(sa.insert(sessions))
+_ALL_STAGED = Prepared(sa.select(staged).where(staged.c.session_id == sa.bindparam("p_sid")))
 
 
 @functools.cache
-def _open_session_pg() -> sa.Select[Any]:
+def _open_session_pg() -> Prepared:
     """The head of ``h_branch`` (as :func:`bound_head_query`, with the clock), and a new open
     session on it inserted by the same statement; no row (and no session) if there is no
     such branch."""
@@ -363,7 +371,7 @@ def _open_session_pg() -> sa.Select[Any]:
          "created_at", "expires_at", "commit_id"],
         created,
     )  # fmt: skip
-    return sa.select(head).add_cte(insert.cte("zl_opened"))
+    return Prepared(sa.select(head).add_cte(insert.cte("zl_opened")))
 
 
 def _staged_condition(suffix: str, raw: bool, batch: bool) -> Any:
@@ -377,7 +385,8 @@ def _staged_condition(suffix: str, raw: bool, batch: bool) -> Any:
 
     alternatives = [
         sa.and_(staged.c.kind == p("p_kind"), staged.c.key == p("p_key")),
-        staged.c.kind.in_(("drop", "vshape")),
+        # not IN (...): a list is expanded at execution, which Prepared cannot
+        sa.or_(staged.c.kind == "drop", staged.c.kind == "vshape"),
     ]
     if batch:
         alternatives.append(sa.and_(staged.c.kind == "vrefs", staged.c.key == p("p_batch")))
@@ -390,7 +399,7 @@ def _staged_condition(suffix: str, raw: bool, batch: bool) -> Any:
 
 
 _GET_STAGED = {
-    (raw, batch): sa.select(staged).where(_staged_condition("", raw, batch))
+    (raw, batch): Prepared(sa.select(staged).where(_staged_condition("", raw, batch)))
     for raw in (False, True)
     for batch in (False, True)
 }
@@ -399,7 +408,7 @@ _MANY = 64  # asks per statement of get_staged_many
 
 
 @functools.lru_cache(maxsize=_MANY)
-def _get_staged_many(n: int) -> Any:
+def _get_staged_many(n: int) -> Prepared:
     """The staged lookups of ``n`` keys at once: one arm per key (its parameters suffixed by
     its number; a key asking for no raw row or batch passes None there), each row tagged
     with the number of the key it answers."""
@@ -408,4 +417,4 @@ def _get_staged_many(n: int) -> Any:
         tag: Any = sa.literal_column(str(i)).label("ask")
         return sa.select(*staged.c, tag).where(_staged_condition(str(i), True, True))
 
-    return arm(0) if n == 1 else sa.union_all(*(arm(i) for i in range(n)))
+    return Prepared(arm(0) if n == 1 else sa.union_all(*(arm(i) for i in range(n))))

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 import zarrlake.catalog.dialect as dia
 import zarrlake.catalog.publish as pub
 from zarrlake.catalog.db import Scoped
+from zarrlake.catalog.driver import DriverTx
 from zarrlake.catalog.gc import refuse_swept_hits
 from zarrlake.catalog.keys import recorded_key
 from zarrlake.catalog.nodes import copy_staged_shards, put_nodes
@@ -32,7 +33,7 @@ Nodes = dict[bytes, tuple[str, bytes]]
 
 
 def write_first_commit(
-    conn: sa.Connection, repo_id: int, commit: CommitRecord, root: bytes, now: float
+    conn: DriverTx, repo_id: int, commit: CommitRecord, root: bytes, now: float
 ) -> None:
     """A new repo's first commit and its ``main`` branch (inside the repo's creation)."""
     put_nodes(conn, repo_id, {commit.root_hash: ("root", root)}, now)
@@ -166,7 +167,7 @@ class CommitWriter(Scoped):
                 raise NotFoundError(f"branch {branch!r} no longer exists")
             if session_id is not None and locked.claims:
                 if staging:  # what gc's claims are checked against (dropped below)
-                    dia.execute_many(conn, db.upsert_staged, staged_values(session_id, staging))
+                    conn.execute(db.upsert_staged, staged_values(session_id, staging))
                 refuse_swept_hits(conn, rid, session_id)
             done = recorded_key(conn, rid, branch, idempotency_key, locked.head)
             if done is None:
@@ -195,7 +196,7 @@ class CommitWriter(Scoped):
 
     def _publish_pg(
         self,
-        conn: sa.Connection,
+        conn: DriverTx,
         branch: str,
         base: str,
         commit: CommitRecord,
@@ -222,7 +223,7 @@ class CommitWriter(Scoped):
 
     def _publish_sqlite(
         self,
-        conn: sa.Connection,
+        conn: DriverTx,
         branch: str,
         base: str,
         commit: CommitRecord,
@@ -252,7 +253,7 @@ class CommitWriter(Scoped):
                 },
             )
 
-    def _lock_required(self, conn: sa.Connection, require: Sequence[str]) -> None:
+    def _lock_required(self, conn: DriverTx, require: Sequence[str]) -> None:
         need = sorted(set(require))
         found = set(
             conn.execute(
