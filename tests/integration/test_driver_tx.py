@@ -11,6 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from tests.conftest import unique
+from zarrlake.catalog import catalog_for
 from zarrlake.catalog.db import CatalogDb
 from zarrlake.catalog.driver import Prepared
 from zarrlake.errors import AlreadyExistsError, CatalogError
@@ -176,3 +177,39 @@ def test_a_statement_with_a_list_goes_through_sqlalchemy(
         conn.execute(sa.insert(table), ROWS)
     with db.read() as conn:
         assert [r.k for r in conn.execute(select)] == ["a", "c"]
+
+
+@pytest.mark.postgres
+def test_a_session_opens_without_the_wals_flush_and_nothing_after_it_does(
+    make_repo: Any, catalog_url: str
+) -> None:
+    """Opening a session on PostgreSQL skips the wait for the WAL's flush for its own
+    transaction only: the session is committed (another connection sees it), and the pooled
+    connection it used runs the next transactions (staging, the commit) with the server's
+    setting."""
+    if not catalog_url.startswith("postgresql"):
+        pytest.skip("PostgreSQL's synchronous_commit")
+    repo = make_repo()
+    db = CatalogDb(catalog_url)
+    settings: list[str] = []
+    try:
+        with db.read() as conn:
+            server = conn.sa.execute(sa.text("SHOW synchronous_commit")).scalar()
+        s = repo.writable_session("main")
+        other = CatalogDb(catalog_url)
+        try:
+            with other.read() as conn:
+                seen = conn.sa.execute(
+                    sa.text("SELECT status FROM zl_sessions WHERE id = :s"), {"s": s.id}
+                ).scalar()
+        finally:
+            other.engine.dispose()
+        assert seen == "open"
+        cat = catalog_for(repo.config.catalog)
+        for _ in range(3):  # the pool hands out the connection returned last
+            with cat.read() as conn:
+                settings.append(conn.sa.execute(sa.text("SHOW synchronous_commit")).scalar())
+    finally:
+        db.engine.dispose()
+    assert server == "on"
+    assert settings == ["on", "on", "on"]

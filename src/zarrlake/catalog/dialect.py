@@ -23,7 +23,6 @@ __all__ = [
     "make_engine",
     "now_column",
     "now_sql",
-    "read_options",
     "safe_url",
     "schema_lock",
     "sqlite_file",
@@ -128,19 +127,9 @@ def configure_engine(engine: sa.Engine) -> None:
 
     @sa.event.listens_for(engine, "begin")
     def _on_begin(conn: sa.Connection) -> None:
-        options = conn.get_execution_options()
-        if options.get("zl_single", False):
-            return  # one statement, atomic by itself (see read_options)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if options.get("zl_write", False) else "BEGIN")
-
-
-def read_options(dialect: str) -> dict[str, Any]:
-    """Execution options of a connection that sends one read statement outside an explicit
-    transaction: the statement is atomic and reads one snapshot by itself, and the BEGIN and
-    COMMIT round trips are saved (PostgreSQL autocommit; SQLite without our ``BEGIN``)."""
-    if dialect == "sqlite":
-        return {"zl_single": True}
-    return {"isolation_level": "AUTOCOMMIT"}
+        if conn.get_execution_options().get("zl_single", False):
+            return  # in a transaction the driver began (catalog.driver.DriverTx.sa)
+        conn.exec_driver_sql("BEGIN")
 
 
 def now_sql(dialect: str) -> sa.TextClause:

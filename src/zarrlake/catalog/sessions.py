@@ -348,7 +348,13 @@ _ALL_STAGED = Prepared(sa.select(staged).where(staged.c.session_id == sa.bindpar
 def _open_session_pg() -> Prepared:
     """The head of ``h_branch`` (as :func:`bound_head_query`, with the clock), and a new open
     session on it inserted by the same statement; no row (and no session) if there is no
-    such branch."""
+    such branch.
+
+    Its transaction does not wait for the WAL to reach the disk (``synchronous_commit`` off
+    for this transaction alone: about 0.3 ms here). The session's row becomes durable with
+    the first durable transaction after it, since the WAL is flushed in order: the first
+    staged batch, or the commit. A server crash before then loses only a session that holds
+    nothing: its process is told there is no such session when it stages or commits."""
     head = bound_head_query("postgresql").cte("zl_head")
 
     def bind(name: str, column: sa.Column[Any]) -> sa.BindParameter[Any]:
@@ -371,7 +377,8 @@ def _open_session_pg() -> Prepared:
          "created_at", "expires_at", "commit_id"],
         created,
     )  # fmt: skip
-    return Prepared(sa.select(head).add_cte(insert.cte("zl_opened")))
+    not_flushed = sa.func.set_config("synchronous_commit", "off", True).label("unflushed")
+    return Prepared(sa.select(head, not_flushed).add_cte(insert.cte("zl_opened")))
 
 
 def _staged_condition(suffix: str, raw: bool, batch: bool) -> Any:
