@@ -22,7 +22,7 @@ import statistics
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,8 +57,8 @@ class StatementCounter:
     """Counts the statements a catalog sends while :meth:`counting` is active."""
 
     def __init__(self, catalog: Any) -> None:
-        self._watching = catalog.watch(self._seen)
-        self._watching.__enter__()
+        self._watching = ExitStack()
+        self._watching.enter_context(catalog.watch(self._seen))
         self.n = 0
         self.active = False
         self.last: list[str] = []
@@ -77,7 +77,7 @@ class StatementCounter:
             self.active = False
 
     def close(self) -> None:
-        self._watching.__exit__(None, None, None)
+        self._watching.close()
 
 
 def create_repo(settings: Settings, system: str) -> zarrlake.Repo:

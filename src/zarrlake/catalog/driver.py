@@ -217,12 +217,11 @@ class _Result:
 class DriverTx:
     """One transaction (or one statement: ``single``) on a pooled driver connection."""
 
-    def __init__(self, engine: sa.Engine, single: bool, watchers: Sequence[Watcher]) -> None:
+    def __init__(self, engine: sa.Engine, watchers: Sequence[Watcher]) -> None:
         self.engine = engine
         self.dialect = engine.dialect
         self._pooled: Any = engine.raw_connection()
         self.driver: Any = self._pooled.driver_connection
-        self._single = single
         self._watchers = watchers
         self._sa: sa.Connection | None = None
         self._cursors: list[Any] = []  # closed with the transaction (a read not stepped to
@@ -245,12 +244,13 @@ class DriverTx:
 
     def execute(self, statement: Any, params: Any = None) -> Any:
         """Run a statement with ``params`` (a mapping, or a list of them for many rows)."""
-        if isinstance(params, list) and not params:
-            params = None  # as SQLAlchemy: no rows is one execution without parameters
+        if isinstance(params, list) and len(params) <= 1:
+            # as SQLAlchemy: no rows is one execution without parameters, one row is one
+            params = params[0] if params else None
         if isinstance(statement, Prepared):
             form = statement.form(self.dialect, params)
             # many rows go through SQLAlchemy on PostgreSQL, which sends them in few statements
-            many = isinstance(params, list) and len(params) > 1
+            many = isinstance(params, list)
             if form is not None and not (many and self.dialect.name != "sqlite"):
                 return self._run(form, params)
             statement = statement.statement
@@ -263,14 +263,17 @@ class DriverTx:
         self._cursor_call(lambda cur: cur.execute(sql))
 
     def _run(self, form: _Form, params: Any) -> _Result:
-        many = isinstance(params, list)
-        rows = [self._bound(form, p) for p in params] if many else self._bound(form, params)
-        for watch in self._watchers:
-            watch(form.sql, rows)
-        if many and len(rows) > 1:
+        """Send ``form`` with ``params``: a mapping, or a list of several (``executemany``)."""
+        if isinstance(params, list):
+            rows = [self._bound(form, p) for p in params]
+            for watch in self._watchers:
+                watch(form.sql, rows)
             cursor = self._cursor_call(lambda cur: cur.executemany(form.sql, rows))
         else:
-            cursor = self._cursor_call(lambda cur: cur.execute(form.sql, rows[0] if many else rows))
+            bound = self._bound(form, params)
+            for watch in self._watchers:
+                watch(form.sql, bound)
+            cursor = self._cursor_call(lambda cur: cur.execute(form.sql, bound))
         return _Result(cursor, form, self.dialect)
 
     @staticmethod
@@ -316,7 +319,7 @@ def transaction(
     it raises. ``single``: one statement outside any explicit transaction (SQLite without
     ``BEGIN``, PostgreSQL in autocommit), atomic by itself; ``write``: SQLite takes the write
     lock at ``BEGIN IMMEDIATE`` (a writer that reads first could deadlock otherwise)."""
-    tx = DriverTx(engine, single, watchers)
+    tx = DriverTx(engine, watchers)
     sqlite = engine.dialect.name == "sqlite"
     try:
         if single:
