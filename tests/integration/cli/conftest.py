@@ -1,8 +1,19 @@
-"""The ``zarrlake`` command as a subprocess, on a lake in a directory (SQLite) or in the
-shared PostgreSQL catalog."""
+"""The ``zarrlake`` command on a lake in a directory (SQLite) or in the shared PostgreSQL
+catalog.
+
+:func:`run` calls the command's ``main`` in this process, with stdin, stdout and stderr
+replaced by text buffers (none a terminal, as in a pipeline) and the exit status the script
+would give: every table, JSON document, message and status the tests read comes from the same
+code a shell runs, without an interpreter's start for each call. What only a process shows
+(the console script and ``python -m``, an interrupt, a reader that goes away, a server that
+keeps running) is tested with real processes: :func:`run_process` and the tests that start
+their own.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -15,10 +26,32 @@ import pytest
 
 import zarrlake
 from tests.conftest import PG_URL, _need_postgres, unique
+from zarrlake.cli import main
 
 
 def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    """``python -m zarrlake.cli ARGS`` with stdin not a terminal (empty unless given)."""
+    """``zarrlake ARGS`` with stdin not a terminal (empty unless given), in this process."""
+    out, err = io.StringIO(), io.StringIO()
+    saved = sys.stdin
+    sys.stdin = io.StringIO(stdin if stdin is not None else "")
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code: Any = main(list(args))
+            except SystemExit as stop:  # argparse: --help, --version, usage errors
+                code = stop.code
+    finally:
+        sys.stdin = saved
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):  # sys.exit("message"), as the interpreter reports it
+        err.write(f"{code}\n")
+        code = 1
+    return subprocess.CompletedProcess(["zarrlake", *args], code, out.getvalue(), err.getvalue())
+
+
+def run_process(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m zarrlake.cli ARGS`` as a process of its own, stdin not a terminal."""
     return subprocess.run(
         [sys.executable, "-m", "zarrlake.cli", *args],
         input=stdin if stdin is not None else "",

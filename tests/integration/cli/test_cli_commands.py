@@ -1,4 +1,4 @@
-"""Every command of ``zarrlake`` as a subprocess: tables, --json shapes, exit codes."""
+"""Every command of ``zarrlake``: tables, --json shapes, exit codes."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ import pytest
 import zarr
 
 import zarrlake
-from tests.integration.cli.conftest import Lake, run
+from tests.integration.cli.conftest import Lake, run, run_process
 
 
 @pytest.mark.parametrize("where", ["file", "file/lake"])
@@ -98,3 +98,29 @@ def test_a_reader_that_stops_reading_ends_the_command_quietly(tmp_path: Path) ->
     assert proc.wait(timeout=60) == 0, err
     assert first.startswith(b"{")
     assert err == b""
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["log", "--json"],
+        ["branch", "--json"],
+        ["show", "no-such-ref"],
+        ["show", "no-such-ref", "--json"],
+        ["log", "--no-such-option"],
+        ["no-such-command"],
+        ["gc", "--yes", "--dry-run"],
+    ],
+    ids=lambda argv: " ".join(argv),
+)
+def test_a_process_prints_what_the_in_process_runs_read(lake: Lake, argv: list[str]) -> None:
+    """The tests call the command in their own process (:func:`run`); a process of its own
+    prints the same words on the same streams and exits with the same status."""
+    args = [argv[0], *lake.loc, *argv[1:]] if argv[0] != "no-such-command" else argv
+    here, there = run(*args), run_process(*args)
+    assert (here.returncode, here.stdout, here.stderr) == (
+        there.returncode,
+        there.stdout,
+        there.stderr,
+    )
+    assert here.stdout or here.stderr
