@@ -72,6 +72,29 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         admin.execute(f'DROP DATABASE IF EXISTS "{_RUN_DB}" WITH (FORCE)')
 
 
+# Modules whose tests each take seconds to a minute (a JVM, a browser, an environment
+# installed, a documentation page run in a fresh interpreter): run first, so that the workers
+# finish together rather than one running a long test alone at the end. Whole modules move,
+# so a module's fixtures are still made once.
+_LONG_MARKERS = ("slow", "browser")
+_LONG_PATHS = ("tests/docs/", "tests/notebooks/", "tests/integration/spark/")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = Path(str(config.rootpath))
+
+    def where(item: pytest.Item) -> str:
+        return Path(str(item.path)).relative_to(root).as_posix()
+
+    long = {
+        where(item)
+        for item in items
+        if where(item).startswith(_LONG_PATHS)
+        or any(item.get_closest_marker(m) is not None for m in _LONG_MARKERS)
+    }
+    items.sort(key=lambda item: where(item) not in long)  # stable: modules stay in order
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--stress",
