@@ -81,10 +81,8 @@ _LONG_PATHS = ("tests/docs/", "tests/notebooks/", "tests/integration/spark/")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    root = Path(str(config.rootpath))
-
     def where(item: pytest.Item) -> str:
-        return Path(str(item.path)).relative_to(root).as_posix()
+        return item.nodeid.partition("::")[0]  # the module's path from the root directory
 
     long = {
         where(item)
