@@ -8,7 +8,8 @@ Run by hand (not part of the test suite)::
 Cases: ``import zarr``; ``import zarrlake`` (what the target of 1.5x ``import zarr`` is about);
 ``import zarrlake`` and then ``zarrlake.Repo`` (which loads the catalog's SQLAlchemy, the first
 time a repository is used); ``import zarrlake`` with xarray (the accessor) and
-``import icechunk``. Printed: the median and the best time per case, and each case's ratio to
+``import icechunk``; and ``zarrlake --help`` (the command line's own modules and its help,
+which need neither zarr nor the catalog). Printed: the median and the best time per case, and each case's ratio to
 ``import zarr``.
 """
 
@@ -26,11 +27,17 @@ CASES = {
     "import zarrlake; zarrlake.Repo": "import zarrlake; zarrlake.Repo",
     "import xarray, zarrlake": "import xarray, zarrlake",
     "import icechunk": "import icechunk",
+    "zarrlake --help": (
+        "import contextlib, io\n"
+        "from zarrlake.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "    main(['--help'])"
+    ),
 }
 
 
 def _time(code: str) -> float:
-    probe = f"import time; t = time.perf_counter(); {code}; print(time.perf_counter() - t)"
+    probe = f"import time\nt = time.perf_counter()\n{code}\nprint(time.perf_counter() - t)"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     return float(out.stdout)
 

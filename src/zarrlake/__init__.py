@@ -51,7 +51,6 @@ from zarrlake.errors import (
 from zarrlake.model.diff import Diff, DiffSummary, FieldChange, NodeDiff
 from zarrlake.model.graph import CommitGraph, GraphRow
 from zarrlake.model.preview import MergePreview
-from zarrlake.store import LakeStore
 from zarrlake.types import CommitInfo, RefLogEntry, RepoConfig, SessionInfo
 from zarrlake.urls import VersionURL, parse_url, version_url
 
@@ -67,6 +66,7 @@ if TYPE_CHECKING:
     from zarrlake.session import ReadonlySession as ReadonlySession
     from zarrlake.session import Session as Session
     from zarrlake.session import WritableSession as WritableSession
+    from zarrlake.store import LakeStore as LakeStore
     from zarrlake.virtual import import_icechunk as import_icechunk
     from zarrlake.virtual import import_zarr as import_zarr
     from zarrlake.xarray import open_dataset as open_dataset
@@ -140,10 +140,12 @@ __all__ = [
 
 _xarray_hook.install()
 
-# Loaded on first use, so that ``import zarrlake`` stays fast (the catalog's SQLAlchemy is
-# loaded by the first ``zarrlake.Repo``) and works without xarray.
+# Loaded on first use, so that ``import zarrlake`` stays fast (zarr is loaded by the first
+# ``zarrlake.Repo`` or ``LakeStore``, and so is the catalog's SQLAlchemy by the first repo;
+# ``zarrlake --help`` loads neither) and works without xarray.
 _LAZY = {
     "Repo": "zarrlake.repo",
+    "LakeStore": "zarrlake.store",
     "upgrade_catalog": "zarrlake.repo",
     "CatalogUpgrade": "zarrlake.catalog",
     **dict.fromkeys(

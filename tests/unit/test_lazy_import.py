@@ -1,6 +1,7 @@
-"""``import zarrlake`` loads zarr and zarrlake's own modules only: the catalog's SQLAlchemy and
-its dialects, pandas, xarray and the dashboard are loaded when first used. Each case runs in a
-fresh interpreter, where nothing else has imported them."""
+"""``import zarrlake`` loads zarrlake's own modules and numpy only: zarr (with the first repo or
+``LakeStore``), the catalog's SQLAlchemy and its dialects, pandas, xarray and the dashboard are
+loaded when first used. Each case runs in a fresh interpreter, where nothing else has imported
+them."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-HEAVY = ["sqlalchemy", "psycopg", "pandas", "xarray", "dask", "panel", "bokeh", "s3fs"]
+HEAVY = ["zarr", "sqlalchemy", "psycopg", "pandas", "xarray", "dask", "panel", "bokeh", "s3fs"]
 
 
 def _run(code: str) -> str:
@@ -33,6 +34,27 @@ def test_every_public_name_resolves_and_the_first_repo_loads_the_catalog(tmp_pat
         "print([n for n in zarrlake.__all__ if getattr(zarrlake, n, None) is None])\n"
     )
     assert out.splitlines() == ["False", "True 1", "[]"]
+
+
+def test_the_command_line_help_loads_neither_zarr_nor_the_catalog() -> None:
+    out = _run(
+        "import contextlib, io, sys\n"
+        "from zarrlake.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as text, contextlib.suppress(SystemExit):\n"
+        "    main(['--help'])\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules), 'usage: zarrlake' in text.getvalue())\n"
+    )
+    assert out.strip() == "[] True"
+
+
+def test_lake_store_is_loaded_on_first_use() -> None:
+    out = _run(
+        "import sys, zarrlake\n"
+        "print('zarr' in sys.modules)\n"
+        "from zarrlake.store import LakeStore\n"
+        "print(zarrlake.LakeStore is LakeStore, 'zarr' in sys.modules)\n"
+    )
+    assert out.splitlines() == ["False", "True True"]
 
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
