@@ -116,13 +116,15 @@ def test_sessions_count_down_and_turn_expired(
     server: Server, demo_lake: zarrlake.Repo, page: Any, theme: str
 ) -> None:
     p = SessionsPage(page, server.url).open(theme=theme)
-    s = demo_lake.writable_session("main", author="tess", expires_in=timedelta(seconds=4))
+    # long enough to be seen open while the page is slow (several browsers at once: the
+    # countdown took over 4 s to appear in one run), short enough to be seen expiring
+    s = demo_lake.writable_session("main", author="tess", expires_in=timedelta(seconds=12))
     zarr.open_array(s.store, path="temperature")[0, 0, 0] = 1.0
     cd = p.countdown(str(s.id))
     wait_until(lambda: cd.count() == 1, timeout=20)  # appears without a reload
     wait_until(lambda: cd.get_attribute("data-state") == "open" and "expires in" in cd.inner_text())
     p.screenshot(f"sessions-{theme}")
-    wait_until(lambda: cd.get_attribute("data-state") == "expired", timeout=15)
+    wait_until(lambda: cd.get_attribute("data-state") == "expired", timeout=25)
     assert cd.inner_text() == "expired"
 
 
