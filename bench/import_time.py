@@ -9,8 +9,8 @@ Cases: ``import zarr``; ``import zarrlake`` (what the target of 1.5x ``import za
 ``import zarrlake`` and then ``zarrlake.Repo`` (which loads the catalog's SQLAlchemy, the first
 time a repository is used); ``import zarrlake`` with xarray (the accessor) and
 ``import icechunk``; and ``zarrlake --help`` (the command line's own modules and its help,
-which need neither zarr nor the catalog). Printed: the median and the best time per case, and each case's ratio to
-``import zarr``.
+which need neither zarr nor the catalog). Printed: the median and the best time per case, and
+each case's ratio to ``import zarr``.
 """
 
 from __future__ import annotations

@@ -51,8 +51,8 @@ def test_lake_store_is_loaded_on_first_use() -> None:
     out = _run(
         "import sys, zarrlake\n"
         "print('zarr' in sys.modules)\n"
-        "from zarrlake.store import LakeStore\n"
-        "print(zarrlake.LakeStore is LakeStore, 'zarr' in sys.modules)\n"
+        "store = zarrlake.LakeStore\n"
+        "print('zarr' in sys.modules, store is sys.modules['zarrlake.store'].LakeStore)\n"
     )
     assert out.splitlines() == ["False", "True True"]
 
