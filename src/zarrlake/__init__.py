@@ -13,6 +13,7 @@
 from typing import TYPE_CHECKING, Any
 
 from zarrlake import _xarray_hook
+from zarrlake._loading import load_module as _load_module
 from zarrlake._optional import MissingExtraError
 from zarrlake.errors import (
     AlreadyExistsError,
@@ -161,9 +162,7 @@ _LAZY = {
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(_LAZY[name]), name)
+        value = getattr(_load_module(_LAZY[name]), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'zarrlake' has no attribute {name!r}")

@@ -7,9 +7,9 @@ name, on first use, and a missing extra is reported as what to install, not an I
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
+from zarrlake._loading import load_module
 from zarrlake.errors import ZarrlakeError
 
 __all__ = ["MissingExtraError", "load"]
@@ -24,7 +24,7 @@ class MissingExtraError(ZarrlakeError, ImportError):
 def load(module: str, name: str, extra: str) -> Any:
     """``module.name``, imported now; :class:`MissingExtraError` names the extra to install."""
     try:
-        return getattr(importlib.import_module(module), name)
+        return getattr(load_module(module), name)
     except ImportError as exc:
         raise MissingExtraError(
             f"{module}.{name} needs the {extra!r} extra: pip install 'zarrlake[{extra}]' ({exc})"

@@ -21,6 +21,7 @@ LAYERS: dict[str, int] = {
     "zarrlake.faults": 0,
     "zarrlake.process": 0,
     "zarrlake._optional": 0,
+    "zarrlake._loading": 0,
     "zarrlake.display": 0,
     "zarrlake.model": 1,
     "zarrlake.catalog": 2,

@@ -57,6 +57,33 @@ def test_lake_store_is_loaded_on_first_use() -> None:
     assert out.splitlines() == ["False", "True True"]
 
 
+def test_reading_history_leaves_zarr_unloaded_until_a_store_is_used(tmp_path: Path) -> None:
+    """Opening a repo and reading its history (what ``zarrlake log`` does) loads neither zarr
+    nor the webhooks' HTTP client; a session's store loads zarr."""
+    lake = str(tmp_path / "lake")
+    _run(
+        "import zarr, zarrlake\n"
+        f"repo = zarrlake.Repo.create({lake!r})\n"
+        "s = repo.writable_session()\n"
+        "zarr.create_array(s.store, name='a', shape=(4,), chunks=(2,), dtype='u1')[:] = 7\n"
+        "s.commit('one array')\n"
+    )
+    out = _run(
+        "import sys, zarrlake\n"
+        f"repo = zarrlake.Repo.open({lake!r})\n"
+        "log = repo.log('main')\n"
+        "session = repo.readonly_session('main')\n"
+        "print([c.message for c in log], sorted(repo.branches()))\n"
+        "print('zarr' in sys.modules, 'urllib.request' in sys.modules)\n"
+        "print(int(session.store is not None), 'zarr' in sys.modules)\n"
+    )
+    assert out.splitlines() == [
+        "['one array', 'Repository initialized'] ['main']",
+        "False False",
+        "1 True",
+    ]
+
+
 def test_an_unknown_name_is_an_attribute_error() -> None:
     out = _run(
         "import zarrlake\ntry:\n    zarrlake.Rep\nexcept AttributeError as e:\n    print(e)\n"

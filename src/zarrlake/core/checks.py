@@ -7,7 +7,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from importlib.metadata import entry_points
 from typing import Any
 
 import numpy as np
@@ -25,6 +24,8 @@ _SHOWN = 20  # chunks listed per array in a result
 def find_custom(name: str) -> Callable[[Proposal], Any]:
     """The custom check registered under ``name``; :class:`InvalidInputError` naming the
     registered ones if there is none."""
+    from importlib.metadata import entry_points  # only custom checks need the metadata
+
     found = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
     if not found:
         known = sorted(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))

@@ -18,8 +18,6 @@ import json
 import queue
 import threading
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -46,6 +44,9 @@ def sign(secret: str, body: bytes) -> str:
 
 
 def _post(hook: Webhook, event: str, body: bytes, delivery: str) -> bool:
+    import urllib.error  # loaded by the first delivery, not by every commit's import
+    import urllib.request
+
     req = urllib.request.Request(
         hook.url,
         data=body,

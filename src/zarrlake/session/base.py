@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from zarrlake._loading import load_module
 from zarrlake._optional import load
 from zarrlake.core import RepoCore
 from zarrlake.errors import ChunkCorruptionError, ReadOnlyError, SourceChangedError
@@ -28,12 +29,11 @@ from zarrlake.model.records import CommitRecord, StagedEntry
 from zarrlake.model.view import view_children, view_keys, view_nodes
 from zarrlake.session.keys import Target, meta_path
 from zarrlake.session.virtual import VirtualRef, batch_shape, plan_virtual, ref_columns
-from zarrlake.store import LakeStore
 from zarrlake.types import ChunkCoords, RepoConfig, validate_key
 
 if TYPE_CHECKING:
     from zarrlake.model.virtual import VirtualSource
-    from zarrlake.store import StoreSession
+    from zarrlake.store import LakeStore, StoreSession
 
 __all__ = ["Session"]
 
@@ -71,6 +71,9 @@ class Session(ABC):
     def store(self) -> LakeStore:
         """A Zarr v3 store over this session. It pickles as configuration: unpickled in
         another process, it joins the same session there (see ``docs/concepts.md``)."""
+        load_module("zarrlake.store")  # zarr, loaded on first use: opening a repo needs none
+        from zarrlake.store import LakeStore
+
         return LakeStore(self, read_only=self.read_only)
 
     @abstractmethod

@@ -1,0 +1,48 @@
+"""Loading a heavy layer on first use (the catalog with SQLAlchemy, zarr, xarray) without the
+cyclic garbage collector walking what it makes while it loads.
+
+Importing them makes a few hundred thousand objects that live as long as the process
+(classes, functions, module dictionaries). The collector, run every few hundred allocations,
+would walk the new ones again and again as they pile up: about 90 ms of a cold open of a
+dataset (``zarrlake.Repo.open`` and ``zarrlake.open_dataset`` in a fresh process, about
+1.1 s in all). Here the collector is paused while the module loads; then every object alive
+is put in the oldest generation (``gc.freeze()`` and ``gc.unfreeze()``), which only full
+collections walk, as they would once those objects had survived two younger collections.
+Nothing is kept from collection: garbage made before or during the import is found by the
+next full collection (or ``gc.collect()``).
+
+A program that has frozen objects itself since it imported zarrlake (a server that forks
+its workers) keeps its permanent generation as it made it: then the collector is only paused,
+and walks the new objects once it runs again. (What the permanent generation held when
+zarrlake was imported, a few hundred tuples the interpreter froze at its start, is put in the
+oldest generation with the rest.)
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import sys
+from types import ModuleType
+
+__all__ = ["load_module"]
+
+_FROZEN = gc.get_freeze_count()
+"""The size of the permanent generation when zarrlake was imported."""
+
+
+def load_module(name: str) -> ModuleType:
+    """The module ``name``, imported now if it is not yet (see the module's docstring)."""
+    module = sys.modules.get(name)
+    if module is not None:
+        return module
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return importlib.import_module(name)
+    finally:
+        if gc.get_freeze_count() <= _FROZEN:
+            gc.freeze()
+            gc.unfreeze()
+        if enabled:
+            gc.enable()
