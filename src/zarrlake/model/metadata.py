@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from zarrlake._loading import load_module
 from zarrlake.errors import InvalidMetadataError
 from zarrlake.types import ChunkCoords
 
@@ -138,11 +139,10 @@ def _utf8(raw: bytes) -> str:
 
 def _check_with_zarr(doc: dict[str, Any]) -> None:
     """Let zarr itself judge the data type, codecs and fill value: a document it cannot open
-    must not be committed."""
-    from zarr.core.metadata.v3 import ArrayV3Metadata
-
+    must not be committed. The first call in a process may load zarr."""
+    v3 = load_module("zarr.core.metadata.v3")
     try:
-        ArrayV3Metadata.from_dict(dict(doc))
+        v3.ArrayV3Metadata.from_dict(dict(doc))
     except Exception as exc:  # zarr raises ValueError, TypeError, KeyError and its own
         raise InvalidMetadataError(f"zarr cannot read this array metadata: {exc}") from None
 

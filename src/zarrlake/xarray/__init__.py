@@ -1,7 +1,8 @@
 """xarray on zarrlake: :func:`open_dataset`, :func:`commit`, and the ``ds.lake`` accessor.
 
 Importing this module registers the accessor, so ``import zarrlake.xarray`` (or the first use
-of ``zarrlake.open_dataset``) enables ``ds.lake`` on every Dataset::
+of ``zarrlake.open_dataset``, or importing xarray and zarrlake in either order) enables
+``ds.lake`` on every Dataset::
 
     ds = zarrlake.open_dataset(repo, "main", group="ocean")
     new = ds.assign(sst=ds.sst + 0.1)
@@ -18,11 +19,16 @@ Every accessor method is a one-line delegation to the function of the same name 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+from zarrlake._loading import load_module
 from zarrlake.xarray.accessor import LakeAccessor
-from zarrlake.xarray.alignment import check_aligned
 from zarrlake.xarray.provenance import ENCODING_KEY, Provenance, provenance
-from zarrlake.xarray.reading import branch, checkout, diff, log, open_dataset, status
-from zarrlake.xarray.writing import commit
+
+if TYPE_CHECKING:
+    from zarrlake.xarray.alignment import check_aligned
+    from zarrlake.xarray.reading import branch, checkout, diff, log, open_dataset, status
+    from zarrlake.xarray.writing import commit
 
 __all__ = [
     "ENCODING_KEY",
@@ -38,3 +44,25 @@ __all__ = [
     "provenance",
     "status",
 ]
+
+# Loaded on first use: xarray lists every installed engine (importing this package) when it
+# opens any file, and registering ``ds.lake`` needs neither the catalog nor zarr.
+_LAZY = {
+    "check_aligned": "zarrlake.xarray.alignment",
+    **dict.fromkeys(
+        ["branch", "checkout", "diff", "log", "open_dataset", "status"], "zarrlake.xarray.reading"
+    ),
+    "commit": "zarrlake.xarray.writing",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(load_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'zarrlake.xarray' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

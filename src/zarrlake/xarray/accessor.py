@@ -1,25 +1,27 @@
-"""``ds.lake``: version control for a Dataset; each method a one-line delegation."""
+"""``ds.lake``: version control for a Dataset; each method a one-line delegation.
+
+Registered whenever xarray and zarrlake are both imported, so this module loads only what its
+``repr`` needs: each method imports the function it delegates to (and with it the catalog and
+zarr) when first called.
+"""
+
+from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import xarray as xr
 
 from zarrlake._optional import load
-from zarrlake.model.diff import Diff
-from zarrlake.repo import Repo
-from zarrlake.session import Session
-from zarrlake.types import CommitInfo, safe_url
-from zarrlake.xarray.provenance import (
-    Provenance,
-    Region,
-    WriteMode,
-    find_provenance,
-    provenance,
-)
-from zarrlake.xarray.reading import branch, checkout, diff, log, status
-from zarrlake.xarray.writing import commit
+from zarrlake.types import safe_url
+from zarrlake.xarray.provenance import Provenance, Region, WriteMode, find_provenance, provenance
+
+if TYPE_CHECKING:
+    from zarrlake.model.diff import Diff
+    from zarrlake.repo import Repo
+    from zarrlake.session import Session
+    from zarrlake.types import CommitInfo
 
 __all__ = ["LakeAccessor"]
 
@@ -75,6 +77,8 @@ class LakeAccessor:
         idempotency_key: str | None = None,
     ) -> str | None:
         """Write the Dataset and commit it; with ``session=`` only write (see :func:`commit`)."""
+        from zarrlake.xarray.writing import commit
+
         return commit(
             self._ds,
             message,
@@ -93,10 +97,14 @@ class LakeAccessor:
 
     def checkout(self, ref: str | datetime, **kwargs: Any) -> xr.Dataset:
         """The same group at another commit, branch, tag or time (see :func:`checkout`)."""
+        from zarrlake.xarray.reading import checkout
+
         return checkout(self._ds, ref, **kwargs)
 
     def log(self, ref: str | None = None, *, limit: int | None = None) -> list[CommitInfo]:
         """The history of the Dataset's data (see :func:`log`)."""
+        from zarrlake.xarray.reading import log
+
         return log(self._ds, ref, limit=limit)
 
     def widget(self) -> Any:
@@ -106,12 +114,18 @@ class LakeAccessor:
 
     def diff(self, other: xr.Dataset | str) -> Diff:
         """What changed from the Dataset's commit to ``other`` (see :func:`diff`)."""
+        from zarrlake.xarray.reading import diff
+
         return diff(self._ds, other)
 
     def status(self) -> Diff:
         """The changes staged in the Dataset's session (see :func:`status`)."""
+        from zarrlake.xarray.reading import status
+
         return status(self._ds)
 
     def branch(self, name: str) -> xr.Dataset:
         """Create a branch at the Dataset's commit (see :func:`branch`)."""
+        from zarrlake.xarray.reading import branch
+
         return branch(self._ds, name)

@@ -5,25 +5,30 @@ Registered through the ``xarray.backends`` entry point, so ``xr.open_dataset``,
 lake directory, without one). It opens a read-only session of the version asked for and hands
 its store to xarray's own Zarr backend, so reading is what ``engine="zarr"`` does: lazy (no
 chunk is read until values are asked for), with ``chunks=`` giving dask arrays.
+
+xarray loads every installed engine's entry point when it opens any file (to list them), so
+this module loads neither the catalog nor zarr: opening a version does.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import xarray as xr
 from xarray.backends import BackendEntrypoint
 from xarray.backends.zarr import ZarrBackendEntrypoint
 
+from zarrlake._loading import load_module
 from zarrlake.errors import InvalidInputError
-from zarrlake.repo import Repo
-from zarrlake.session import Session
 from zarrlake.urls import PREFIX, VersionURL, is_version_url, open_version
 from zarrlake.xarray.provenance import Provenance, normalize_group, with_provenance
-from zarrlake.xarray.reading import check_group, read_session
+
+if TYPE_CHECKING:
+    from zarrlake.session import Session
 
 __all__ = ["ZarrlakeBackendEntrypoint"]
 
@@ -63,7 +68,10 @@ class ZarrlakeBackendEntrypoint(BackendEntrypoint):
     )
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
-        if isinstance(filename_or_obj, Repo | VersionURL) or is_version_url(filename_or_obj):
+        repo = sys.modules.get("zarrlake.repo")  # no object is a Repo before it is loaded
+        if repo is not None and isinstance(filename_or_obj, repo.Repo):
+            return True
+        if isinstance(filename_or_obj, VersionURL) or is_version_url(filename_or_obj):
             return True
         if isinstance(filename_or_obj, str | os.PathLike):
             try:
@@ -149,6 +157,9 @@ def _open(
     name: str | None,
     storage_options: dict[str, Any] | None,
 ) -> tuple[Session, Provenance]:
+    load_module("zarrlake.xarray.reading")  # the catalog, loaded by the first version opened
+    from zarrlake.xarray.reading import check_group, read_session
+
     repo, ref, group = open_version(
         _unmangled(target),
         ref=ref,

@@ -1,16 +1,21 @@
 """Where a Dataset came from: its :class:`Provenance`, kept in ``ds.encoding``."""
 
+from __future__ import annotations
+
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import xarray as xr
 
+from zarrlake._loading import load_module
 from zarrlake.errors import (
     InvalidInputError,
 )
-from zarrlake.repo import Repo
 from zarrlake.types import RepoConfig, validate_key
+
+if TYPE_CHECKING:
+    from zarrlake.repo import Repo
 
 __all__ = [
     "ENCODING_KEY",
@@ -60,6 +65,9 @@ class Provenance:
     @property
     def repo(self) -> Repo:
         """The repo, opened in this process."""
+        load_module("zarrlake.repo")  # the catalog: not loaded with xarray's list of engines
+        from zarrlake.repo import Repo
+
         c = self.config
         return Repo.open(
             catalog=c.catalog,

@@ -14,6 +14,7 @@ from zarrlake.errors import (
 from zarrlake.model.diff import Diff
 from zarrlake.repo import Repo
 from zarrlake.session import Session
+from zarrlake.store import LakeStore
 from zarrlake.types import CommitInfo
 from zarrlake.urls import VersionURL, open_version
 from zarrlake.xarray.provenance import (
@@ -96,7 +97,7 @@ def open_dataset(
         s = read_session(repo, branch or ref)
     check_group(s, group, repo.name)
     writable = not s.read_only
-    store = s.store.with_read_only(True)
+    store: LakeStore = s.store.with_read_only(True)
     kwargs.setdefault("consolidated", False)
     kwargs.setdefault("zarr_format", 3)
     ds = xr.open_zarr(store, group=group, **kwargs)
