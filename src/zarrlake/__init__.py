@@ -10,10 +10,10 @@
 ``import zarrlake`` alone does not import xarray (the accessor is registered when xarray is).
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from zarrlake import _xarray_hook
-from zarrlake._loading import load_module as _load_module
+from zarrlake._loading import lazy_names as _lazy_names
 from zarrlake._optional import MissingExtraError
 from zarrlake.errors import (
     AlreadyExistsError,
@@ -160,13 +160,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(_load_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'zarrlake' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = _lazy_names(__name__, _LAZY)

@@ -23,9 +23,11 @@ from __future__ import annotations
 import gc
 import importlib
 import sys
+from collections.abc import Callable, Mapping
 from types import ModuleType
+from typing import Any
 
-__all__ = ["load_module"]
+__all__ = ["lazy_names", "load_module"]
 
 _FROZEN = gc.get_freeze_count()
 """The size of the permanent generation when zarrlake was imported."""
@@ -46,3 +48,24 @@ def load_module(name: str) -> ModuleType:
             gc.unfreeze()
         if enabled:
             gc.enable()
+
+
+def lazy_names(
+    package: str, names: Mapping[str, str]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """The ``__getattr__`` and ``__dir__`` (PEP 562) of ``package`` for ``names`` (name ->
+    the module that defines it): each is loaded with :func:`load_module` on first use, then
+    kept in the package."""
+    module = sys.modules[package]
+
+    def getattr_(name: str) -> Any:
+        if name not in names:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(load_module(names[name]), name)
+        setattr(module, name, value)
+        return value
+
+    def dir_() -> list[str]:
+        return sorted({*vars(module), *names})
+
+    return getattr_, dir_

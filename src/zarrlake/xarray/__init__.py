@@ -19,9 +19,9 @@ Every accessor method is a one-line delegation to the function of the same name 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from zarrlake._loading import load_module
+from zarrlake._loading import lazy_names
 from zarrlake.xarray.accessor import LakeAccessor
 from zarrlake.xarray.provenance import ENCODING_KEY, Provenance, provenance
 
@@ -56,13 +56,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(load_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'zarrlake.xarray' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)
