@@ -141,8 +141,8 @@ __all__ = [
 
 _xarray_hook.install()
 
-# Loaded on first use, so that ``import zarrlake`` stays fast (zarr is loaded by the first
-# ``zarrlake.Repo`` or ``LakeStore``, and so is the catalog's SQLAlchemy by the first repo;
+# Loaded on first use, so that ``import zarrlake`` stays fast (the catalog's SQLAlchemy is
+# loaded by the first ``zarrlake.Repo``, zarr by the first session store or ``LakeStore``;
 # ``zarrlake --help`` loads neither) and works without xarray.
 _LAZY = {
     "Repo": "zarrlake.repo",
