@@ -72,12 +72,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15)
     args = parser.parse_args()
-    scratch = tempfile.TemporaryDirectory(prefix="zarrlake-import-time-")
-    cases = {**CASES, "zarrlake log": LOG.format(lake=_lake(Path(scratch.name) / "lake"))}
+    with tempfile.TemporaryDirectory(prefix="zarrlake-import-time-") as scratch:
+        log = LOG.format(lake=_lake(Path(scratch) / "lake"))
+        _report({**CASES, "zarrlake log": log}, args.repeat)
+
+
+def _report(cases: dict[str, str], repeat: int) -> None:
+    """Time every case ``repeat`` times, interleaved, and print the table."""
     if importlib.util.find_spec("icechunk") is None:
         del cases["import icechunk"]
     samples: dict[str, list[float]] = {name: [] for name in cases}
-    for _ in range(args.repeat):
+    for _ in range(repeat):
         for name, code in cases.items():
             samples[name].append(_time(code))
     base = statistics.median(samples["import zarr"])
@@ -85,7 +90,6 @@ def main() -> None:
     for name, values in samples.items():
         med = statistics.median(values)
         print(f"{name:34} {med * 1e3:7.0f}ms {min(values) * 1e3:7.0f}ms {med / base:6.2f}x")
-    scratch.cleanup()
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """``import zarrlake`` loads zarrlake's own modules and numpy only: zarr (with the first session
 store or ``LakeStore``), the catalog's SQLAlchemy and its dialects (with the first repo), pandas,
-xarray and the dashboard are loaded when first used. Each case runs in a fresh interpreter, where nothing else has imported
-them."""
+xarray and the dashboard are loaded when first used. Each case runs in a fresh interpreter,
+where nothing else has imported them."""
 
 from __future__ import annotations
 

@@ -6,8 +6,8 @@ each statement about 35 (cache key, execution context, result metadata), against
 driver itself: a one-chunk commit sends 14 statements in 5 transactions on SQLite, so
 SQLAlchemy cost more than the database did. Here a transaction takes a pooled connection and
 begins and ends it on the driver, and a :class:`Prepared` statement (built once at import,
-compiled once per dialect) goes straight to the driver's cursor. Any other statement is sent through a
-SQLAlchemy connection made on demand over the same driver connection, in the same
+compiled once per dialect) goes straight to the driver's cursor. Any other statement is sent
+through a SQLAlchemy connection made on demand over the same driver connection, in the same
 transaction, so the two kinds mix freely.
 
 A statement is prepared only if running it needs nothing from SQLAlchemy beyond its SQL text:

@@ -97,6 +97,8 @@ def open_dataset(
         s = read_session(repo, branch or ref)
     check_group(s, group, repo.name)
     writable = not s.read_only
+    # zarr is loaded with this module, not by this first store: loaded here, after the session
+    # was open, it made the cold open of a dataset about 35 ms slower (measured, not explained)
     store: LakeStore = s.store.with_read_only(True)
     kwargs.setdefault("consolidated", False)
     kwargs.setdefault("zarr_format", 3)
