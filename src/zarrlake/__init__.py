@@ -49,9 +49,6 @@ from zarrlake.errors import (
     VirtualSourceError,
     ZarrlakeError,
 )
-from zarrlake.model.diff import Diff, DiffSummary, FieldChange, NodeDiff
-from zarrlake.model.graph import CommitGraph, GraphRow
-from zarrlake.model.preview import MergePreview
 from zarrlake.types import CommitInfo, RefLogEntry, RepoConfig, SessionInfo
 from zarrlake.urls import VersionURL, parse_url, version_url
 
@@ -62,6 +59,13 @@ if TYPE_CHECKING:
     from zarrlake.maintenance import FsckIssue as FsckIssue
     from zarrlake.maintenance import FsckReport as FsckReport
     from zarrlake.maintenance import GCReport as GCReport
+    from zarrlake.model.diff import Diff as Diff
+    from zarrlake.model.diff import DiffSummary as DiffSummary
+    from zarrlake.model.diff import FieldChange as FieldChange
+    from zarrlake.model.diff import NodeDiff as NodeDiff
+    from zarrlake.model.graph import CommitGraph as CommitGraph
+    from zarrlake.model.graph import GraphRow as GraphRow
+    from zarrlake.model.preview import MergePreview as MergePreview
     from zarrlake.repo import Repo as Repo
     from zarrlake.repo import upgrade_catalog as upgrade_catalog
     from zarrlake.session import ReadonlySession as ReadonlySession
@@ -145,18 +149,16 @@ _xarray_hook.install()
 # loaded by the first ``zarrlake.Repo``, zarr by the first session store or ``LakeStore``;
 # ``zarrlake --help`` loads neither) and works without xarray.
 _LAZY = {
-    "Repo": "zarrlake.repo",
-    "LakeStore": "zarrlake.store",
-    "upgrade_catalog": "zarrlake.repo",
-    "CatalogUpgrade": "zarrlake.catalog",
-    **dict.fromkeys(
-        ["ExpireReport", "ExportReport", "FsckIssue", "FsckReport", "GCReport"],
-        "zarrlake.maintenance",
-    ),
-    **dict.fromkeys(["ReadonlySession", "Session", "WritableSession"], "zarrlake.session"),
-    "open_dataset": "zarrlake.xarray",
-    "import_zarr": "zarrlake.virtual",
-    "import_icechunk": "zarrlake.virtual",
+    "zarrlake.repo": ("Repo", "upgrade_catalog"),
+    "zarrlake.store": ("LakeStore",),
+    "zarrlake.catalog": ("CatalogUpgrade",),
+    "zarrlake.maintenance": ("ExpireReport", "ExportReport", "FsckIssue", "FsckReport", "GCReport"),
+    "zarrlake.session": ("ReadonlySession", "Session", "WritableSession"),
+    "zarrlake.xarray": ("open_dataset",),
+    "zarrlake.virtual": ("import_zarr", "import_icechunk"),
+    "zarrlake.model.diff": ("Diff", "DiffSummary", "FieldChange", "NodeDiff"),
+    "zarrlake.model.graph": ("CommitGraph", "GraphRow"),
+    "zarrlake.model.preview": ("MergePreview",),
 }
 
 

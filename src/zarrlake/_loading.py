@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import gc
 import importlib
+import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -51,12 +52,22 @@ def load_module(name: str) -> ModuleType:
 
 
 def lazy_names(
-    package: str, names: Mapping[str, str]
+    package: str, modules: Mapping[str, Sequence[str]]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """The ``__getattr__`` and ``__dir__`` (PEP 562) of ``package`` for ``names`` (name ->
-    the module that defines it): each is loaded with :func:`load_module` on first use, then
-    kept in the package."""
+    """The ``__getattr__`` and ``__dir__`` (PEP 562) of ``package`` for the names each of
+    ``modules`` defines (module -> names): a name's module is loaded with
+    :func:`load_module` on first use, and the name is then kept in the package. So a
+    package can re-export its submodules' names while importing one of its submodules loads
+    none of the others.
+
+    A name may not be also a submodule's: importing that submodule would bind the module
+    to the name in the package, in place of what the name is (``ImportError``)."""
     module = sys.modules[package]
+    names = {name: source for source, defined in modules.items() for name in defined}
+    folder = os.path.dirname(module.__file__ or "")
+    clash = sorted(names.keys() & {n.removesuffix(".py") for n in os.listdir(folder)})
+    if clash:
+        raise ImportError(f"{package}: {', '.join(clash)} would be both a name and a submodule")
 
     def getattr_(name: str) -> Any:
         if name not in names:

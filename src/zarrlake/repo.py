@@ -6,10 +6,9 @@ import os
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import zarrlake.history as history
-import zarrlake.maintenance as maintenance
 from zarrlake._optional import load
 from zarrlake.catalog import CatalogUpgrade
 from zarrlake.catalog import upgrade_catalog as catalog_upgrade
@@ -18,26 +17,13 @@ from zarrlake.errors import (
     InvalidInputError,
     NotFoundError,
 )
-from zarrlake.maintenance import ExpireReport, ExportReport, FsckReport, GCReport
-from zarrlake.model import Solver
-from zarrlake.model.diff import Diff
-from zarrlake.model.graph import CommitGraph
 from zarrlake.model.hashing import DEFAULT_CONTENT_HASH, chunk_hasher
-from zarrlake.model.preview import MergePreview
+from zarrlake.model.lifecycle import DEFAULT_EXPIRY, MAX_EXPIRY
 from zarrlake.model.virtual import normalize_prefix
 from zarrlake.objects.local import make_directory
 from zarrlake.objects.sources import split_secrets
 from zarrlake.review import ReviewMixin
-from zarrlake.session import (
-    DEFAULT_EXPIRY,
-    MAX_EXPIRY,
-    ReadonlySession,
-    Session,
-    WritableSession,
-    join_session,
-    list_sessions,
-    start_session,
-)
+from zarrlake.session.readonly import ReadonlySession
 from zarrlake.types import (
     CommitInfo,
     Isolation,
@@ -50,6 +36,14 @@ from zarrlake.types import (
     validate_text,
 )
 from zarrlake.virtual import VirtualSourcesMixin, allow_sources
+
+if TYPE_CHECKING:
+    from zarrlake.maintenance import ExpireReport, ExportReport, FsckReport, GCReport
+    from zarrlake.model.conflicts import Solver
+    from zarrlake.model.diff import Diff
+    from zarrlake.model.graph import CommitGraph
+    from zarrlake.model.preview import MergePreview
+    from zarrlake.session import Session, WritableSession
 
 __all__ = ["Repo", "RepoConfig", "upgrade_catalog"]
 
@@ -485,11 +479,15 @@ class Repo(VirtualSourcesMixin, ReviewMixin):
             )
         if isolation not in ("snapshot", "serializable"):
             raise InvalidInputError("isolation must be 'snapshot' or 'serializable'")
+        from zarrlake.session.registry import start_session
+
         return start_session(self._core, branch, _author(author), isolation, expires_in)
 
     def session(self, session_id: str) -> Session:
         """Join an existing writable session (from any process) by id. A session that was
         committed meanwhile opens read-only at its commit."""
+        from zarrlake.session.registry import join_session
+
         return join_session(self._core, session_id)
 
     def readonly_session(
@@ -528,6 +526,8 @@ class Repo(VirtualSourcesMixin, ReviewMixin):
         catalog's clock: ``open`` (it can stage and commit) or ``expired`` (it can do neither,
         and no longer protects its objects from gc). ``include_closed`` adds ``committed`` and
         ``abandoned`` ones."""
+        from zarrlake.session.registry import list_sessions
+
         return list_sessions(self._core, include_closed)
 
     # -- maintenance ---------------------------------------------------------------------------
@@ -547,6 +547,8 @@ class Repo(VirtualSourcesMixin, ReviewMixin):
         objects, and safe to rerun after a crash. ``progress`` shows progress bars (default:
         when stderr is a terminal).
         """
+        import zarrlake.maintenance as maintenance
+
         return maintenance.gc(self._core, grace, dry_run=dry_run, progress=progress)
 
     def expire(
@@ -562,11 +564,15 @@ class Repo(VirtualSourcesMixin, ReviewMixin):
         Branch heads and tagged commits are always kept; with ``keep_tags`` so is the whole
         history of every tag. The history of what is kept ends where expired commits begin.
         """
+        import zarrlake.maintenance as maintenance
+
         return maintenance.expire(self._core, older_than, keep_tags=keep_tags, dry_run=dry_run)
 
     def fsck(self, *, verify: bool = False, progress: bool | None = None) -> FsckReport:
         """Check that every chunk object and catalog node a commit or open session references
         exists; with ``verify=True`` also read every object and check its hash."""
+        import zarrlake.maintenance as maintenance
+
         return maintenance.fsck(self._core, verify=verify, progress=progress)
 
     def export(
@@ -581,6 +587,8 @@ class Repo(VirtualSourcesMixin, ReviewMixin):
         """Write a plain Zarr v3 copy of a commit to ``target``: a zarr store, a local path
         or an fsspec URL (``storage_options`` for the latter). The target must be empty unless
         ``overwrite`` (which clears it first)."""
+        import zarrlake.maintenance as maintenance
+
         return maintenance.export(
             self._core,
             self.resolve(ref),

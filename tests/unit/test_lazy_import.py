@@ -1,4 +1,4 @@
-"""``import zarrlake`` loads zarrlake's own modules and numpy only: zarr (with the first session
+"""``import zarrlake`` loads a few of zarrlake's own modules only: zarr (with the first session
 store or ``LakeStore``), the catalog's SQLAlchemy and its dialects (with the first repo), pandas,
 xarray and the dashboard are loaded when first used. Each case runs in a fresh interpreter,
 where nothing else has imported them."""
@@ -21,7 +21,8 @@ def _run(code: str) -> str:
 
 
 def test_import_zarrlake_leaves_the_catalog_and_the_front_ends_unloaded() -> None:
-    out = _run(f"import sys, zarrlake\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))\n")
+    heavy = ["numpy", *HEAVY]
+    out = _run(f"import sys, zarrlake\nprint(sorted(m for m in {heavy!r} if m in sys.modules))\n")
     assert out.strip() == "[]"
 
 
@@ -103,3 +104,88 @@ def test_an_embedded_lake_leaves_the_postgresql_dialect_unloaded(tmp_path: Path)
         "print(len(repo.log('main')), 'sqlalchemy.dialects.postgresql' in sys.modules)\n"
     )
     assert out.strip() == "2 False"
+
+
+# What reading a dataset never needs: writing, merging, review, maintenance, importing and
+# the reprs (each loads when first used).
+UNNEEDED_TO_READ = [
+    "zarrlake.catalog.gc",
+    "zarrlake.catalog.migrations",
+    "zarrlake.catalog.pulls",
+    "zarrlake.catalog.rules",
+    "zarrlake.catalog.writer",
+    "zarrlake.core.checks",
+    "zarrlake.core.commit",
+    "zarrlake.core.gate",
+    "zarrlake.display.chunkmap",
+    "zarrlake.display.commits",
+    "zarrlake.history.merging",
+    "zarrlake.maintenance",
+    "zarrlake.model.conflicts",
+    "zarrlake.model.diff",
+    "zarrlake.model.merge",
+    "zarrlake.review.feed",
+    "zarrlake.review.pulls",
+    "zarrlake.session.writable",
+    "zarrlake.virtual.zarr_import",
+]
+
+
+def test_reading_an_array_loads_none_of_the_writing_review_or_maintenance_layers(
+    tmp_path: Path,
+) -> None:
+    lake = str(tmp_path / "lake")
+    _run(
+        "import zarr, zarrlake\n"
+        f"repo = zarrlake.Repo.create({lake!r})\n"
+        "s = repo.writable_session()\n"
+        "zarr.create_array(s.store, name='a', shape=(4,), chunks=(2,), dtype='u1')[:] = 7\n"
+        "s.commit('one array')\n"
+    )
+    out = _run(
+        "import sys, zarr, zarrlake\n"
+        f"repo = zarrlake.Repo.open({lake!r})\n"
+        "values = zarr.open_array(repo.readonly_session('main').store, path='a', mode='r')[:]\n"
+        "print(values.tolist(), repo.log('main')[0].message)\n"
+        f"print([m for m in {UNNEEDED_TO_READ!r} if m in sys.modules])\n"
+    )
+    assert out.splitlines() == ["[7, 7, 7, 7] one array", "[]"]
+
+
+def test_each_name_a_package_re_exports_loads_on_first_use() -> None:
+    """The packages whose names load on first use give each name of their ``__all__`` (and
+    list it in ``dir``) from the module that defines it."""
+    packages = ["core", "display", "history", "model", "review", "session", "virtual"]
+    out = _run(
+        "import importlib\n"
+        f"for name in {packages!r}:\n"
+        "    pkg = importlib.import_module('zarrlake.' + name)\n"
+        "    missing = [n for n in pkg.__all__ if n not in dir(pkg) or getattr(pkg, n) is None]\n"
+        "    modules = {type(getattr(pkg, n)).__name__ for n in pkg.__all__}\n"
+        "    print(name, len(pkg.__all__), missing, 'module' in modules)\n"
+    )
+    rows = [line.split(" ", 2) for line in out.splitlines()]
+    assert [r[0] for r in rows] == packages
+    assert all(int(r[1]) > 0 and r[2] == "[] False" for r in rows), out
+
+
+def test_a_store_unpickled_in_a_fresh_process_opens_its_session(tmp_path: Path) -> None:
+    """A shipped store (as a dask worker receives it) finds its session in a process that
+    imported nothing of zarrlake before: unpickling it loads the session registry too."""
+    lake = str(tmp_path / "lake")
+    shipped = tmp_path / "store.pickle"
+    _run(
+        "import pickle, zarr, zarrlake\n"
+        f"repo = zarrlake.Repo.create({lake!r})\n"
+        "s = repo.writable_session()\n"
+        "zarr.create_array(s.store, name='a', shape=(4,), chunks=(2,), dtype='u1')[:] = 7\n"
+        "s.commit('one array')\n"
+        "s = repo.writable_session()\n"
+        f"open({str(shipped)!r}, 'wb').write(pickle.dumps(s.store))\n"
+    )
+    out = _run(
+        "import pickle, zarr\n"
+        f"store = pickle.loads(open({str(shipped)!r}, 'rb').read())\n"
+        "print(zarr.open_array(store, path='a', mode='r')[:].tolist(), store.session.read_only)\n"
+    )
+    assert out.strip() == "[7, 7, 7, 7] False"

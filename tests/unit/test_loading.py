@@ -92,3 +92,24 @@ def test_a_layer_that_cannot_load_names_its_extra_and_leaves_the_collector_runni
         "print(gc.isenabled())\n"
     )
     assert out == ["missing_extra True True", "True"]
+
+
+def test_a_name_that_is_also_a_submodule_is_refused(tmp_path) -> None:
+    """A package may not load a name lazily that one of its submodules also bears: importing
+    the submodule would put the module in the name's place."""
+    pkg = tmp_path / "clashing"
+    pkg.mkdir()
+    (pkg / "graph.py").write_text("def graph():\n    return 1\n")
+    (pkg / "__init__.py").write_text(
+        "from zarrlake._loading import lazy_names\n"
+        "__getattr__, __dir__ = lazy_names(__name__, {'clashing.graph': ('graph',)})\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", "import clashing"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert "ImportError: clashing: graph would be both a name and a submodule" in done.stderr

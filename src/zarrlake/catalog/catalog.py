@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import MutableMapping
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
@@ -20,17 +22,19 @@ import zarrlake.process as process
 from zarrlake.catalog.commits import CommitQueries
 from zarrlake.catalog.db import CatalogDb
 from zarrlake.catalog.driver import Prepared
-from zarrlake.catalog.gc import GcQueries
 from zarrlake.catalog.nodes import NodeQueries
-from zarrlake.catalog.pulls import PullQueries
 from zarrlake.catalog.refs import RefQueries
-from zarrlake.catalog.rules import RuleQueries
 from zarrlake.catalog.schema import SCHEMA_VERSION, repos
 from zarrlake.catalog.sessions import SessionQueries
 from zarrlake.catalog.sources import SourceQueries
-from zarrlake.catalog.writer import CommitWriter, write_first_commit
 from zarrlake.errors import AlreadyExistsError, NotFoundError
 from zarrlake.model.records import CommitRecord, RepoRecord
+
+if TYPE_CHECKING:
+    from zarrlake.catalog.gc import GcQueries
+    from zarrlake.catalog.pulls import PullQueries
+    from zarrlake.catalog.rules import RuleQueries
+    from zarrlake.catalog.writer import CommitWriter
 
 __all__ = [
     "Catalog",
@@ -45,7 +49,9 @@ __all__ = [
 class RepoCatalog:
     """One repo's view of its catalog: a query object per concern, each bound to the repo.
 
-    What upper layers see of SQL: model values in, model values out.
+    What upper layers see of SQL: model values in, model values out. The concerns that
+    reading never needs (the commit writer, garbage collection, rules, pull requests) are
+    loaded, with their statements, when first used.
     """
 
     def __init__(self, db: CatalogDb, repo_id: int) -> None:
@@ -53,13 +59,33 @@ class RepoCatalog:
         self.repo_id = repo_id
         self.refs = RefQueries(db, repo_id)
         self.commits = CommitQueries(db, repo_id)
-        self.writer = CommitWriter(db, repo_id)
         self.sessions = SessionQueries(db, repo_id)
         self.nodes = NodeQueries(db, repo_id)
-        self.gc = GcQueries(db, repo_id)
         self.sources = SourceQueries(db, repo_id)
-        self.rules = RuleQueries(db, repo_id)
-        self.pulls = PullQueries(db, repo_id)
+
+    @cached_property
+    def writer(self) -> CommitWriter:
+        from zarrlake.catalog.writer import CommitWriter
+
+        return CommitWriter(self.db, self.repo_id)
+
+    @cached_property
+    def gc(self) -> GcQueries:
+        from zarrlake.catalog.gc import GcQueries
+
+        return GcQueries(self.db, self.repo_id)
+
+    @cached_property
+    def rules(self) -> RuleQueries:
+        from zarrlake.catalog.rules import RuleQueries
+
+        return RuleQueries(self.db, self.repo_id)
+
+    @cached_property
+    def pulls(self) -> PullQueries:
+        from zarrlake.catalog.pulls import PullQueries
+
+        return PullQueries(self.db, self.repo_id)
 
     @property
     def catalog_id(self) -> str:
@@ -115,6 +141,8 @@ class Catalog(CatalogDb):
                     .returning(repos.c.id)
                 ).scalar_one()
             )
+            from zarrlake.catalog.writer import write_first_commit
+
             write_first_commit(conn, repo_id, first, root, now)
             return repo_id
 

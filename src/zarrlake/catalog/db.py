@@ -12,7 +12,6 @@ from typing import Any
 import sqlalchemy as sa
 
 import zarrlake.catalog.dialect as dia
-import zarrlake.catalog.migrations as migrations
 from zarrlake.catalog.driver import DriverTx, Prepared, Watcher, transaction
 from zarrlake.catalog.schema import (
     SCHEMA_VERSION,
@@ -309,6 +308,8 @@ class CatalogDb:
             start = self._version_in(conn)
             if start > SCHEMA_VERSION:
                 self._refuse_other_version(start)
+            import zarrlake.catalog.migrations as migrations  # only an upgrade needs them
+
             applied = migrations.run(conn.sa, start, SCHEMA_VERSION)
             conn.execute(
                 sa.update(info)

@@ -5,7 +5,7 @@ in model values. :class:`zarrlake.catalog.RepoCatalog` implements it over SQL; a
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from zarrlake.model.records import (
     CommitRecord,
@@ -14,15 +14,17 @@ from zarrlake.model.records import (
     StagedEntry,
     StagedKind,
 )
-from zarrlake.model.rules import (
-    BranchRule,
-    BranchRules,
-    CheckSpec,
-    PullEvent,
-    PullRecord,
-    Webhook,
-)
 from zarrlake.types import ChunkCoords, RefLogEntry, SessionInfo
+
+if TYPE_CHECKING:
+    from zarrlake.model.rules import (
+        BranchRule,
+        BranchRules,
+        CheckSpec,
+        PullEvent,
+        PullRecord,
+        Webhook,
+    )
 
 __all__ = [
     "CatalogApi",

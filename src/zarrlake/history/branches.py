@@ -6,7 +6,6 @@ from __future__ import annotations
 from datetime import datetime
 
 from zarrlake.core import RepoCore
-from zarrlake.core.gate import refuse_protected
 from zarrlake.errors import NotFoundError, RefMovedError
 from zarrlake.history.refs import resolve_ref
 from zarrlake.types import (
@@ -60,6 +59,14 @@ def create_ref(core: RepoCore, name: str, kind: str, ref: str, author: str) -> s
     return commit
 
 
+def _refuse_protected(core: RepoCore, branch: str, what: str) -> None:
+    """Refuse ``what`` on a protected branch. The gate is loaded here, when a branch is
+    deleted or reset, with the checks it runs: reading history needs neither."""
+    from zarrlake.core.gate import refuse_protected
+
+    refuse_protected(core, branch, what)
+
+
 def delete_ref(core: RepoCore, name: str, kind: str, author: str) -> str:
     """Delete a branch or tag; returns the commit it pointed to."""
     validate_name(name, f"{kind} name")
@@ -67,7 +74,7 @@ def delete_ref(core: RepoCore, name: str, kind: str, author: str) -> str:
     if found is None or found[0] != kind:
         raise _missing(core, name, kind)
     if kind == "branch":
-        refuse_protected(core, name, "deleting it")
+        _refuse_protected(core, name, "deleting it")
     return core.catalog.refs.delete(name, kind, author)
 
 
@@ -76,7 +83,7 @@ def reset_branch(
 ) -> str:
     """Point a branch at another commit by compare-and-swap; returns the commit."""
     validate_name(name, "branch name")
-    refuse_protected(core, name, "a reset")
+    _refuse_protected(core, name, "a reset")
     target = resolve_ref(core, to)
     current = core.catalog.refs.get(name)
     if current is None or current[0] != "branch":

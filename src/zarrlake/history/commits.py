@@ -1,18 +1,21 @@
-"""Commits seen from history operations: their snapshots, merge bases and diffs."""
+"""Commits seen from history operations: their snapshots, merge bases and diffs (the diff and
+the graph walk load with the first diff or merge base: reading a commit needs neither)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from zarrlake.core import RepoCore
 from zarrlake.errors import NotFoundError
 from zarrlake.history.refs import resolve_with_commits
 from zarrlake.model import Root
-from zarrlake.model.changes import ChangeSet, all_exact
-from zarrlake.model.diff import Diff, diff_roots
-from zarrlake.model.graph import merge_base as _walk_merge_base
 from zarrlake.model.records import CommitRecord
 from zarrlake.types import CommitInfo, check_limit, did_you_mean, in_words
+
+if TYPE_CHECKING:
+    from zarrlake.model.changes import ChangeSet
+    from zarrlake.model.diff import Diff
 
 __all__ = [
     "branch_head",
@@ -29,10 +32,12 @@ def merge_base(core: RepoCore, a: str, b: str) -> str | None:
     """The best common ancestor of two commits (``None`` if they share no history)."""
     if a == b:
         return a
+    from zarrlake.model.graph import merge_base as walk
+
     cat = core.catalog
     ga = cat.commits.get(a).generation
     gb = cat.commits.get(b).generation
-    return _walk_merge_base(a, ga, b, gb, lambda heads, low: cat.commits.window(heads, low))
+    return walk(a, ga, b, gb, lambda heads, low: cat.commits.window(heads, low))
 
 
 def branch_head(core: RepoCore, branch: str) -> CommitRecord:
@@ -91,6 +96,9 @@ def diff(core: RepoCore, a: str, b: str) -> Diff:
     read), except for a node they cannot answer for; otherwise the manifests are compared,
     skipping what they share.
     """
+    from zarrlake.model.changes import all_exact
+    from zarrlake.model.diff import diff_roots
+
     (ca, cb), found = resolve_with_commits(core, a, b)
     rows = {}
     for c, (row, root, changes_data) in found.items():

@@ -1,4 +1,5 @@
-"""A session's status, derived from what the catalog records and the catalog's clock.
+"""A session's status, derived from what the catalog records and the catalog's clock, and how
+long a session may live.
 
 The one rule every front end shows: a session recorded ``open`` whose expiry has passed by the
 catalog's clock is ``expired``; ``committed`` and ``abandoned`` are final.
@@ -6,9 +7,15 @@ catalog's clock is ``expired``; ``committed`` and ``abandoned`` are final.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Literal, get_args
 
-__all__ = ["SESSION_STATUSES", "SessionStatus", "session_status"]
+__all__ = ["DEFAULT_EXPIRY", "MAX_EXPIRY", "SESSION_STATUSES", "SessionStatus", "session_status"]
+
+MAX_EXPIRY = timedelta(days=7)
+"""The longest a writable session may stay open without being extended."""
+DEFAULT_EXPIRY = timedelta(hours=24)
+"""How long a writable session stays open unless asked otherwise."""
 
 SessionStatus = Literal["open", "expired", "committed", "abandoned"]
 SESSION_STATUSES: tuple[SessionStatus, ...] = get_args(SessionStatus)

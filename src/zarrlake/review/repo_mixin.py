@@ -1,13 +1,13 @@
 """The :class:`~zarrlake.Repo` methods about review: checks on commits and merges, protected
-branches, pull requests and the change feed."""
+branches, pull requests and the change feed. Pull requests, the feed and custom checks load
+when a method first needs them: a repo opened to read loads none of them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from zarrlake.core import RepoCore
-from zarrlake.core.checks import find_custom
 from zarrlake.errors import InvalidInputError
 from zarrlake.model.rules import (
     BUILTIN_KINDS,
@@ -18,9 +18,12 @@ from zarrlake.model.rules import (
     Webhook,
     custom,
 )
-from zarrlake.review.feed import ChangeEvent, changes
-from zarrlake.review.pulls import STATES, PullRequest, open_pull_request
 from zarrlake.types import default_author, validate_name, validate_text
+
+if TYPE_CHECKING:
+    from zarrlake.core import RepoCore
+    from zarrlake.review.feed import ChangeEvent
+    from zarrlake.review.pulls import PullRequest
 
 __all__ = ["ReviewMixin"]
 
@@ -35,6 +38,8 @@ def _spec(check: object) -> CheckSpec:
             f"registered in the 'zarrlake.checks' entry point group, got {check!r}"
         )
     if check.kind == "custom":
+        from zarrlake.core.checks import find_custom
+
         find_custom(str(check.params.get("entry_point")))  # unknown names refused now
     elif check.kind not in BUILTIN_KINDS:
         raise InvalidInputError(f"unknown check kind {check.kind!r}")
@@ -146,11 +151,15 @@ class ReviewMixin:
         author: str | None = None,
     ) -> PullRequest:
         """Propose merging branch ``source`` into ``target``; returns the pull request."""
+        from zarrlake.review.pulls import open_pull_request
+
         return open_pull_request(self._core, source, target, title, description, _author(author))
 
     def pull_requests(self, state: str | None = "open") -> list[PullRequest]:
         """Pull requests in ``state`` (``"open"``, ``"merged"``, ``"closed"``; ``None``:
         all), newest first."""
+        from zarrlake.review.pulls import STATES, PullRequest
+
         if state is not None and state not in STATES:
             raise InvalidInputError(
                 f"state must be one of {', '.join(STATES)} or None, got {state!r}"
@@ -160,6 +169,8 @@ class ReviewMixin:
     def pull_request(self, number: int) -> PullRequest:
         if isinstance(number, bool) or not isinstance(number, int):
             raise InvalidInputError(f"a pull request number is an int, got {number!r}")
+        from zarrlake.review.pulls import PullRequest
+
         return PullRequest(self._core, self._core.catalog.pulls.get(number))
 
     # -- webhooks -------------------------------------------------------------------------
@@ -214,4 +225,6 @@ class ReviewMixin:
     ) -> Iterator[ChangeEvent]:
         """Commits that landed on ``branch`` after ``since`` (a commit or ref, or a time),
         oldest first, each with the arrays it changed and their changed chunk counts."""
+        from zarrlake.review.feed import changes
+
         return changes(self._core, since, branch)

@@ -21,7 +21,6 @@ from zarrlake.model import (
     build_snapshot,
 )
 from zarrlake.model.batches import batch_size
-from zarrlake.model.diff import Diff, diff_roots
 from zarrlake.model.manifest import split_coords
 from zarrlake.model.metadata import chunk_owner
 from zarrlake.model.overlay import Overlay
@@ -32,6 +31,7 @@ from zarrlake.session.virtual import VirtualRef, batch_shape, plan_virtual, ref_
 from zarrlake.types import ChunkCoords, RepoConfig, validate_key
 
 if TYPE_CHECKING:
+    from zarrlake.model.diff import Diff
     from zarrlake.model.virtual import VirtualSource
     from zarrlake.store import LakeStore, StoreSession
 
@@ -283,6 +283,8 @@ class Session(ABC):
     def status(self) -> Diff:
         """The uncommitted changes against the base commit, as a :class:`Diff` (the diff that
         committing now would record, before any rebase). Empty for read-only sessions."""
+        from zarrlake.model.diff import Diff, diff_roots  # loaded here: reading never needs it
+
         base = self.base_commit
         state = self._staged_state()
         if state.is_empty():

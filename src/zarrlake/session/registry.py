@@ -12,7 +12,7 @@ import threading
 import weakref
 from collections.abc import MutableMapping
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import zarrlake.process as process
 from zarrlake.core import RepoCore, open_core
@@ -20,8 +20,10 @@ from zarrlake.errors import InvalidInputError
 from zarrlake.session.base import Session
 from zarrlake.session.opener import SessionOpener, install
 from zarrlake.session.readonly import ReadonlySession
-from zarrlake.session.writable import WritableSession
 from zarrlake.types import Isolation, SessionInfo, new_session_id
+
+if TYPE_CHECKING:  # loaded with the first writable session: reading needs none
+    from zarrlake.session.writable import WritableSession
 
 __all__ = ["join_session", "list_sessions", "registered_sessions", "start_session"]
 
@@ -83,6 +85,8 @@ def start_session(
     core: RepoCore, branch: str, author: str, isolation: Isolation, expires_in: timedelta
 ) -> WritableSession:
     """Open a new writable session on the head of ``branch``."""
+    from zarrlake.session.writable import WritableSession
+
     row, base = core.catalog.sessions.create(
         new_session_id(), branch, author, isolation, expires_in.total_seconds()
     )
@@ -103,6 +107,8 @@ def join_session(core: RepoCore, session_id: str) -> Session:
     row = core.catalog.sessions.get(session_id)
     if row.status == "committed" and row.commit_id:
         return ReadonlySession(core, row.commit_id, branch=row.branch)
+    from zarrlake.session.writable import WritableSession
+
     return _register(core, WritableSession(core, row, created_here=False))
 
 

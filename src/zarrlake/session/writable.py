@@ -20,7 +20,7 @@ from zarrlake.errors import (
 )
 from zarrlake.faults import crash_point
 from zarrlake.model import ReadSet, Root, StagedState, check_solver
-from zarrlake.model.lifecycle import SessionStatus
+from zarrlake.model.lifecycle import DEFAULT_EXPIRY, MAX_EXPIRY, SessionStatus
 from zarrlake.model.records import CommitRecord, SessionRecord, StagedEntry
 from zarrlake.session.base import Session
 from zarrlake.session.committer import (
@@ -59,9 +59,6 @@ if TYPE_CHECKING:
     from zarrlake.store import StoreSession
 
 __all__ = ["DEFAULT_EXPIRY", "MAX_EXPIRY", "WritableSession"]
-
-MAX_EXPIRY = timedelta(days=7)
-DEFAULT_EXPIRY = timedelta(hours=24)
 
 
 class WritableSession(Session):

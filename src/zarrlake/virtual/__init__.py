@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from zarrlake.virtual.repo_mixin import VirtualSourcesMixin, allow_sources, virtual_chunks
-from zarrlake.virtual.zarr_import import import_zarr
+from zarrlake._loading import lazy_names
 
 if TYPE_CHECKING:
     from zarrlake.repo import Repo
     from zarrlake.virtual.icechunk_import import IcechunkImport
+    from zarrlake.virtual.repo_mixin import VirtualSourcesMixin as VirtualSourcesMixin
+    from zarrlake.virtual.repo_mixin import allow_sources as allow_sources
+    from zarrlake.virtual.repo_mixin import virtual_chunks as virtual_chunks
+    from zarrlake.virtual.zarr_import import import_zarr as import_zarr
 
 __all__ = [
     "VirtualSourcesMixin",
@@ -36,3 +39,14 @@ def import_icechunk(
     elsewhere, a format version this zarrlake does not read, or anything else refused
     changes nothing; so does a crash: everything lands in one transaction at the end."""
     return repo.import_icechunk(storage_or_path, ref_prefix=ref_prefix, author=author)
+
+
+# Each name loads its module on first use, so importing one submodule loads none of the others
+# (``Repo`` needs the mixin, not the importers).
+__getattr__, __dir__ = lazy_names(
+    __name__,
+    {
+        "zarrlake.virtual.repo_mixin": ("VirtualSourcesMixin", "allow_sources", "virtual_chunks"),
+        "zarrlake.virtual.zarr_import": ("import_zarr",),
+    },
+)

@@ -48,11 +48,9 @@ __all__ = [
 # Loaded on first use: xarray lists every installed engine (importing this package) when it
 # opens any file, and registering ``ds.lake`` needs neither the catalog nor zarr.
 _LAZY = {
-    "check_aligned": "zarrlake.xarray.alignment",
-    **dict.fromkeys(
-        ["branch", "checkout", "diff", "log", "open_dataset", "status"], "zarrlake.xarray.reading"
-    ),
-    "commit": "zarrlake.xarray.writing",
+    "zarrlake.xarray.alignment": ("check_aligned",),
+    "zarrlake.xarray.reading": ("branch", "checkout", "diff", "log", "open_dataset", "status"),
+    "zarrlake.xarray.writing": ("commit",),
 }
 
 

@@ -1,9 +1,11 @@
 """Reading: open a group of a repo as a Dataset, and the history of a Dataset's data."""
 
+from __future__ import annotations
+
 import os
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import xarray as xr
 
@@ -11,7 +13,6 @@ from zarrlake.errors import (
     InvalidInputError,
     NotFoundError,
 )
-from zarrlake.model.diff import Diff
 from zarrlake.repo import Repo
 from zarrlake.session import Session
 from zarrlake.store import LakeStore
@@ -24,6 +25,9 @@ from zarrlake.xarray.provenance import (
     provenance,
     with_provenance,
 )
+
+if TYPE_CHECKING:
+    from zarrlake.model.diff import Diff
 
 __all__ = ["branch", "checkout", "diff", "log", "open_dataset", "status"]
 
@@ -183,6 +187,8 @@ def status(ds: xr.Dataset) -> Diff:
 def _in_group(d: Diff, group: str | None) -> Diff:
     if group is None:
         return d
+    from zarrlake.model.diff import Diff  # loaded with the first diff: opening needs none
+
     prefix = group + "/"
 
     def keep(path: str) -> bool:

@@ -186,6 +186,8 @@ def test_report_html_and_text_for_gc_expire_fsck_export(
 
 
 def test_display_imports_nothing_of_zarrlake_at_runtime() -> None:
+    """Nothing of zarrlake but ``_loading`` (which imports nothing itself), through which the
+    package's names load on first use."""
     root = Path(display.__file__).parent
     for path in root.glob("*.py"):
         tree = ast.parse(path.read_text())
@@ -203,7 +205,10 @@ def test_display_imports_nothing_of_zarrlake_at_runtime() -> None:
                 and node.module
                 and node.module.startswith("zarrlake")
             ):
-                assert node.module.startswith("zarrlake.display"), f"{path.name}: {node.module}"
+                allowed = node.module.startswith("zarrlake.display") or node.module == (
+                    "zarrlake._loading"
+                )
+                assert allowed, f"{path.name}: {node.module}"
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     assert not alias.name.startswith("zarrlake"), f"{path.name}: {alias.name}"
