@@ -84,25 +84,33 @@ class StoreSession(Protocol):
 
 Located = bytes | ChunkRef | None  # what a key holds: metadata bytes, a chunk ref, nothing
 
+# A chunk up to this size is read by the thread that looked it up, with the others asked at
+# the same moment; a larger one in a thread of its own, so that big reads still overlap.
+_READ_TOGETHER = 64 * 1024
 
-class _Lookups:
-    """Key lookups made at the same moment on one event loop, answered together by one worker
-    thread (:meth:`StoreSession.locate_many`): opening an array, zarr asks for
-    ``zarr.json``, ``.zarray`` and ``.zattrs`` at once, and reading many chunks asks for
-    each; in a writable session they are one catalog statement together (other processes of
-    the session may have staged a key) instead of a thread, a connection and a statement
-    each. At most :attr:`BATCH` keys go together."""
+
+class _Batch[Ask, Answer]:
+    """Questions asked at the same moment on one event loop, answered together by one worker
+    thread (``answer_many``, which gives each its answer or its own error): opening an array,
+    zarr asks for ``zarr.json``, ``.zarray`` and ``.zattrs`` at once, and reading many chunks
+    asks for each. A thread each would cost more than a small read itself (reading a
+    coordinate of 1,000 chunks of 800 bytes: 0.22 s by threads, 0.14 s together); in a
+    writable session the lookups are also one catalog statement together (other processes of
+    the session may have staged a key) instead of a connection and a statement each. At most
+    :attr:`BATCH` questions go together."""
 
     BATCH = 64
 
-    def __init__(self, locate_many: Callable[[Sequence[str]], list[Located | Exception]]) -> None:
-        self._locate_many = locate_many
-        self._open: dict[asyncio.AbstractEventLoop, list[tuple[str, asyncio.Future[Located]]]] = {}
+    def __init__(
+        self, answer_many: Callable[[Sequence[Ask]], Sequence[Answer | Exception]]
+    ) -> None:
+        self._answer_many = answer_many
+        self._open: dict[asyncio.AbstractEventLoop, list[tuple[Ask, asyncio.Future[Answer]]]] = {}
         self._running: set[asyncio.Task[None]] = set()  # referenced until done
 
-    async def locate(self, key: str) -> Located:
+    async def ask(self, key: Ask) -> Answer:
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[Located] = loop.create_future()
+        future: asyncio.Future[Answer] = loop.create_future()
         batch = self._open.get(loop)
         if batch is None:
             # answered once every lookup made at this moment has joined it
@@ -113,17 +121,17 @@ class _Lookups:
             del self._open[loop]
         return await future
 
-    def _start(self, loop: asyncio.AbstractEventLoop, batch: list[tuple[str, Any]]) -> None:
+    def _start(self, loop: asyncio.AbstractEventLoop, batch: list[tuple[Ask, Any]]) -> None:
         if self._open.get(loop) is batch:
             del self._open[loop]
         task = loop.create_task(self._answer(batch))
         self._running.add(task)
         task.add_done_callback(self._running.discard)
 
-    async def _answer(self, batch: list[tuple[str, asyncio.Future[Located]]]) -> None:
-        answers: list[Located | BaseException]
+    async def _answer(self, batch: list[tuple[Ask, asyncio.Future[Answer]]]) -> None:
+        answers: list[Answer | BaseException]
         try:
-            answers = list(await asyncio.to_thread(self._locate_many, [k for k, _ in batch]))
+            answers = list(await asyncio.to_thread(self._answer_many, [k for k, _ in batch]))
         except BaseException as exc:  # the lookup as a whole failed: so does every key
             answers = [exc] * len(batch)
         for (_, future), answer in zip(batch, answers, strict=True):
@@ -166,7 +174,8 @@ class LakeStore(Store):
         self._opener = opener if opener is not None else session.opener()  # type: ignore[union-attr]
         self._session_obj = session
         self._epoch = process.epoch()
-        self._lookups = _Lookups(lambda keys: self.session.locate_many(keys))
+        self._lookups: _Batch[str, Located] = _Batch(lambda keys: self.session.locate_many(keys))
+        self._reads: _Batch[tuple[str, ByteRequest | None], Located] = _Batch(self._read_many)
 
     @property
     def session(self) -> StoreSession:
@@ -228,6 +237,35 @@ class LakeStore(Store):
         start, end = _window(byte_range, len(found))
         return found[start:end]
 
+    def _read_many(
+        self, asked: Sequence[tuple[str, ByteRequest | None]]
+    ) -> list[Located | Exception]:
+        """The bytes of each key asked of a read-only session at one moment, looked up
+        together; a chunk larger than :data:`_READ_TOGETHER` is left as its ref, for the
+        caller to read in a thread of its own."""
+        session = self.session
+        out: list[Located | Exception] = []
+        for (_, byte_range), found in zip(
+            asked, session.locate_many([k for k, _ in asked]), strict=True
+        ):
+            try:
+                if isinstance(found, Exception):
+                    raise found
+                if isinstance(found, ChunkRef):
+                    if found.length > _READ_TOGETHER and found.inline is None:
+                        out.append(found)
+                        continue
+                    start, end = _window(byte_range, found.length)
+                    out.append(session.read_ref(found, start, end))
+                elif found is not None:
+                    start, end = _window(byte_range, len(found))
+                    out.append(found[start:end])
+                else:
+                    out.append(None)
+            except Exception as exc:  # that key's own error, for its caller
+                out.append(exc)
+        return out
+
     async def get(
         self,
         key: str,
@@ -240,18 +278,18 @@ class LakeStore(Store):
             raise TypeError(f"Unexpected byte_range, got {byte_range}")
         session = self.session
         if session.read_only and not session.async_reads:  # a lookup costs no statement
-            data = await asyncio.to_thread(self._get_sync, key, byte_range)
+            data = await self._reads.ask((key, byte_range))
+            if isinstance(data, ChunkRef):  # a large chunk, read while the others are
+                start, end = _window(byte_range, data.length)
+                data = await asyncio.to_thread(session.read_ref, data, start, end)
         else:
             data = await self._get_async(key, byte_range)
         return None if data is None else prototype.buffer.from_bytes(data)
 
     async def _find(self, key: str) -> Located:
         """What ``key`` holds: looked up in a worker thread, together with the lookups made
-        at the same moment where a lookup is a catalog statement (a writable session)."""
-        session = self.session
-        if session.read_only:
-            return await asyncio.to_thread(session.locate, key)
-        return await self._lookups.locate(key)
+        at the same moment."""
+        return await self._lookups.ask(key)
 
     async def _get_async(self, key: str, byte_range: ByteRequest | None) -> bytes | None:
         session = self.session

@@ -1,7 +1,7 @@
-"""Lookups a writable session's store receives at one moment are answered together (one
-worker thread, in turn; :class:`zarrlake.store._Lookups`): each caller still gets its own
-key's answer or its own key's error, however many arrive at once, and a caller that gives
-up leaves the others answered."""
+"""Lookups a store receives at one moment are answered together (one worker thread, in turn;
+:class:`zarrlake.store._Batch`), and so are a read-only session's small reads: each caller
+still gets its own key's answer or its own key's error, however many arrive at once, and a
+caller that gives up leaves the others answered."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
+from zarr.abc.store import RangeByteRequest
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
@@ -117,3 +118,47 @@ def test_many_keys_at_once_find_what_another_process_staged(make_repo, tmp_path:
     assert got[:8] == [bytes([11 if i == 2 else 1]) for i in range(8)]
     assert got[8:12] == [bytes(range(100 + 4 * i, 104 + 4 * i)) for i in range(4)]
     assert got[12:] == [b"staged by another process", None, None]  # old was dropped
+
+
+def test_a_read_only_stores_reads_made_at_once_are_answered_together(make_repo) -> None:
+    """A read-only session's store looks up and reads the small chunks zarr asks for at one
+    moment in one worker thread (one ``locate_many`` for up to 64 of them); each caller gets
+    its own chunk, range or error, and a chunk larger than 64 KiB is read on its own."""
+    repo = make_repo()
+    s = repo.writable_session()
+    small = zarr.create_array(
+        s.store, name="a", shape=(200,), chunks=(1,), dtype="u1", fill_value=0, compressors=None
+    )
+    small[:100] = np.arange(1, 101, dtype="u1")
+    big = zarr.create_array(
+        s.store, name="big", shape=(2, 70_000), chunks=(1, 70_000), dtype="u1", compressors=None
+    )
+    big[:] = np.arange(140_000, dtype="u8").reshape(2, 70_000) % 251
+    commit = s.commit("small and big chunks")
+    ro = repo.readonly_session(commit)
+    calls: list[int] = []
+    locate_many = ro.locate_many
+
+    def counted(keys):  # type: ignore[no-untyped-def]
+        calls.append(len(keys))
+        return locate_many(keys)
+
+    ro.locate_many = counted  # type: ignore[method-assign]
+    store = ro.store
+    keys = [f"a/c/{i}" for i in range(120)] + ["big/c/1/0", "a/zarr.json", "../x"]
+
+    async def all_at_once() -> list[object]:
+        got = await asyncio.gather(*(store.get(k, PROTO) for k in keys), return_exceptions=True)
+        part = await store.get("big/c/0/0", PROTO, byte_range=RangeByteRequest(251, 254))
+        return [*got, part]
+
+    got = sync(all_at_once())
+    chunks, (bigc, meta, bad, part) = got[:120], got[120:]
+    assert [c.to_bytes()[0] for c in chunks[:100]] == list(range(1, 101))  # type: ignore[union-attr]
+    assert chunks[100:] == [None] * 20  # never written: the fill value
+    want = (np.arange(70_000, 140_000, dtype="u8") % 251).astype("u1").tobytes()
+    assert bigc.to_bytes() == want  # type: ignore[union-attr]
+    assert b'"node_type":"array"' in meta.to_bytes().replace(b" ", b"")  # type: ignore[union-attr]
+    assert isinstance(bad, zarrlake.InvalidKeyError)
+    assert part.to_bytes() == bytes([0, 1, 2])  # type: ignore[union-attr]
+    assert sorted(calls) == [1, 59, 64]  # 123 keys at once in two batches, then the range

@@ -25,7 +25,6 @@ from zarrlake.catalog.driver import Prepared
 from zarrlake.catalog.nodes import NodeQueries
 from zarrlake.catalog.refs import RefQueries
 from zarrlake.catalog.schema import SCHEMA_VERSION, repos
-from zarrlake.catalog.sessions import SessionQueries
 from zarrlake.catalog.sources import SourceQueries
 from zarrlake.errors import AlreadyExistsError, NotFoundError
 from zarrlake.model.records import CommitRecord, RepoRecord
@@ -34,6 +33,7 @@ if TYPE_CHECKING:
     from zarrlake.catalog.gc import GcQueries
     from zarrlake.catalog.pulls import PullQueries
     from zarrlake.catalog.rules import RuleQueries
+    from zarrlake.catalog.sessions import SessionQueries
     from zarrlake.catalog.writer import CommitWriter
 
 __all__ = [
@@ -50,8 +50,8 @@ class RepoCatalog:
     """One repo's view of its catalog: a query object per concern, each bound to the repo.
 
     What upper layers see of SQL: model values in, model values out. The concerns that
-    reading never needs (the commit writer, garbage collection, rules, pull requests) are
-    loaded, with their statements, when first used.
+    reading a commit never needs (sessions, the commit writer, garbage collection, rules,
+    pull requests) are loaded, with their statements, when first used.
     """
 
     def __init__(self, db: CatalogDb, repo_id: int) -> None:
@@ -59,7 +59,6 @@ class RepoCatalog:
         self.repo_id = repo_id
         self.refs = RefQueries(db, repo_id)
         self.commits = CommitQueries(db, repo_id)
-        self.sessions = SessionQueries(db, repo_id)
         self.nodes = NodeQueries(db, repo_id)
         self.sources = SourceQueries(db, repo_id)
 
@@ -68,6 +67,12 @@ class RepoCatalog:
         from zarrlake.catalog.writer import CommitWriter
 
         return CommitWriter(self.db, self.repo_id)
+
+    @cached_property
+    def sessions(self) -> SessionQueries:
+        from zarrlake.catalog.sessions import SessionQueries
+
+        return SessionQueries(self.db, self.repo_id)
 
     @cached_property
     def gc(self) -> GcQueries:

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from zarrlake.errors import InvalidInputError
+from zarrlake.model.events import EVENTS, HOOK_EVENTS
 from zarrlake.types import validate_name, validate_text
 
 __all__ = [
@@ -36,7 +37,6 @@ __all__ = [
     "value_range",
 ]
 
-EVENTS = ("commit", "merge")
 # kind -> the parameters it takes (custom checks take any JSON parameters)
 BUILTIN_KINDS: dict[str, frozenset[str]] = {
     "no_nan": frozenset({"arrays"}),
@@ -235,9 +235,6 @@ class BranchRule:
     required_checks: tuple[str, ...] = ()
     required_approvals: int = 0
     allow_direct_commits: bool = False
-
-
-HOOK_EVENTS = ("commit", "merge", "pull_request")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """The :class:`~zarrlake.Repo` methods about review: checks on commits and merges, protected
-branches, pull requests and the change feed. Pull requests, the feed and custom checks load
-when a method first needs them: a repo opened to read loads none of them."""
+branches, pull requests and the change feed. The rules, pull requests, the feed and custom
+checks load when a method first needs them: a repo opened to read loads none of them."""
 
 from __future__ import annotations
 
@@ -9,19 +9,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from zarrlake.errors import InvalidInputError
-from zarrlake.model.rules import (
-    BUILTIN_KINDS,
-    EVENTS,
-    HOOK_EVENTS,
-    BranchRule,
-    CheckSpec,
-    Webhook,
-    custom,
-)
+from zarrlake.model.events import EVENTS, HOOK_EVENTS
 from zarrlake.types import default_author, validate_name, validate_text
 
 if TYPE_CHECKING:
     from zarrlake.core import RepoCore
+    from zarrlake.model.rules import BranchRule, CheckSpec
     from zarrlake.review.feed import ChangeEvent
     from zarrlake.review.pulls import PullRequest
 
@@ -29,6 +22,8 @@ __all__ = ["ReviewMixin"]
 
 
 def _spec(check: object) -> CheckSpec:
+    from zarrlake.model.rules import BUILTIN_KINDS, CheckSpec, custom
+
     if isinstance(check, str):
         check = custom(check)
     if not isinstance(check, CheckSpec):
@@ -128,6 +123,8 @@ class ReviewMixin:
             raise InvalidInputError(
                 f"allow_direct_commits must be True or False, got {allow_direct_commits!r}"
             )
+        from zarrlake.model.rules import BranchRule
+
         rule = BranchRule(branch, tuple(dict.fromkeys(names)), approvals, allow_direct_commits)
         self._core.catalog.rules.protect(rule)
         return rule
@@ -208,6 +205,8 @@ class ReviewMixin:
             secret = secrets.token_hex(32)
         elif not isinstance(secret, str) or len(secret) < 16:
             raise InvalidInputError("a webhook secret is a string of at least 16 characters")
+        from zarrlake.model.rules import Webhook
+
         self._core.catalog.rules.add_webhook(Webhook(text, secret, tuple(dict.fromkeys(names))))
         return secret
 
