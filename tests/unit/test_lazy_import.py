@@ -20,6 +20,20 @@ def _run(code: str) -> str:
     return done.stdout
 
 
+def _lake_of_one_array(tmp_path: Path, then: str = "") -> str:
+    """A lake whose ``main`` holds array ``a`` (four 7s), made in a process of its own; ``then``
+    runs after the commit (with ``repo`` at hand)."""
+    lake = str(tmp_path / "lake")
+    _run(
+        "import pickle, zarr, zarrlake\n"
+        f"repo = zarrlake.Repo.create({lake!r})\n"
+        "s = repo.writable_session()\n"
+        "zarr.create_array(s.store, name='a', shape=(4,), chunks=(2,), dtype='u1')[:] = 7\n"
+        "s.commit('one array')\n" + then
+    )
+    return lake
+
+
 def test_import_zarrlake_leaves_the_catalog_and_the_front_ends_unloaded() -> None:
     heavy = ["numpy", *HEAVY]
     out = _run(f"import sys, zarrlake\nprint(sorted(m for m in {heavy!r} if m in sys.modules))\n")
@@ -61,14 +75,7 @@ def test_lake_store_is_loaded_on_first_use() -> None:
 def test_reading_history_leaves_zarr_unloaded_until_a_store_is_used(tmp_path: Path) -> None:
     """Opening a repo and reading its history (what ``zarrlake log`` does) loads neither zarr
     nor the webhooks' HTTP client; a session's store loads zarr."""
-    lake = str(tmp_path / "lake")
-    _run(
-        "import zarr, zarrlake\n"
-        f"repo = zarrlake.Repo.create({lake!r})\n"
-        "s = repo.writable_session()\n"
-        "zarr.create_array(s.store, name='a', shape=(4,), chunks=(2,), dtype='u1')[:] = 7\n"
-        "s.commit('one array')\n"
-    )
+    lake = _lake_of_one_array(tmp_path)
     out = _run(
         "import sys, zarrlake\n"
         f"repo = zarrlake.Repo.open({lake!r})\n"
@@ -136,14 +143,7 @@ UNNEEDED_TO_READ = [
 def test_reading_an_array_loads_none_of_the_writing_review_or_maintenance_layers(
     tmp_path: Path,
 ) -> None:
-    lake = str(tmp_path / "lake")
-    _run(
-        "import zarr, zarrlake\n"
-        f"repo = zarrlake.Repo.create({lake!r})\n"
-        "s = repo.writable_session()\n"
-        "zarr.create_array(s.store, name='a', shape=(4,), chunks=(2,), dtype='u1')[:] = 7\n"
-        "s.commit('one array')\n"
-    )
+    lake = _lake_of_one_array(tmp_path)
     out = _run(
         "import sys, zarr, zarrlake\n"
         f"repo = zarrlake.Repo.open({lake!r})\n"
@@ -174,16 +174,13 @@ def test_each_name_a_package_re_exports_loads_on_first_use() -> None:
 def test_a_store_unpickled_in_a_fresh_process_opens_its_session(tmp_path: Path) -> None:
     """A shipped store (as a dask worker receives it) finds its session in a process that
     imported nothing of zarrlake before: unpickling it loads the session registry too."""
-    lake = str(tmp_path / "lake")
     shipped = tmp_path / "store.pickle"
-    _run(
-        "import pickle, zarr, zarrlake\n"
-        f"repo = zarrlake.Repo.create({lake!r})\n"
-        "s = repo.writable_session()\n"
-        "zarr.create_array(s.store, name='a', shape=(4,), chunks=(2,), dtype='u1')[:] = 7\n"
-        "s.commit('one array')\n"
-        "s = repo.writable_session()\n"
-        f"open({str(shipped)!r}, 'wb').write(pickle.dumps(s.store))\n"
+    _lake_of_one_array(
+        tmp_path,
+        then=(
+            "s = repo.writable_session()\n"
+            f"open({str(shipped)!r}, 'wb').write(pickle.dumps(s.store))\n"
+        ),
     )
     out = _run(
         "import pickle, zarr\n"
