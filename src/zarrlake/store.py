@@ -84,8 +84,9 @@ class StoreSession(Protocol):
 
 Located = bytes | ChunkRef | None  # what a key holds: metadata bytes, a chunk ref, nothing
 
-# A chunk up to this size is read by the thread that looked it up, with the others asked at
-# the same moment; a larger one in a thread of its own, so that big reads still overlap.
+# A read of up to this many bytes is made by the thread that looked the chunk up, with the
+# others asked at the same moment; a larger one in a thread of its own, so that big reads
+# still overlap.
 _READ_TOGETHER = 64 * 1024
 
 
@@ -227,21 +228,19 @@ class LakeStore(Store):
     # -- reading -------------------------------------------------------------------------------
 
     def _get_sync(self, key: str, byte_range: ByteRequest | None) -> bytes | None:
-        session = self.session
-        found = session.locate(key)
-        if found is None:
-            return None
+        found = self._read_many([(key, byte_range)])[0]
+        if isinstance(found, Exception):
+            raise found
         if isinstance(found, ChunkRef):
             start, end = _window(byte_range, found.length)
-            return session.read_ref(found, start, end)
-        start, end = _window(byte_range, len(found))
-        return found[start:end]
+            return self.session.read_ref(found, start, end)
+        return found
 
     def _read_many(
         self, asked: Sequence[tuple[str, ByteRequest | None]]
     ) -> list[Located | Exception]:
-        """The bytes of each key asked of a read-only session at one moment, looked up
-        together; a chunk larger than :data:`_READ_TOGETHER` is left as its ref, for the
+        """The bytes of each key asked at one moment, looked up together; a read of more than
+        :data:`_READ_TOGETHER` bytes of a chunk object is left as the chunk's ref, for the
         caller to read in a thread of its own."""
         session = self.session
         out: list[Located | Exception] = []
@@ -251,17 +250,19 @@ class LakeStore(Store):
             try:
                 if isinstance(found, Exception):
                     raise found
-                if isinstance(found, ChunkRef):
-                    if found.length > _READ_TOGETHER and found.inline is None:
-                        out.append(found)
-                        continue
-                    start, end = _window(byte_range, found.length)
-                    out.append(session.read_ref(found, start, end))
-                elif found is not None:
+                if found is None:
+                    out.append(None)
+                    continue
+                if not isinstance(found, ChunkRef):  # a metadata document
                     start, end = _window(byte_range, len(found))
                     out.append(found[start:end])
+                    continue
+                start, end = _window(byte_range, found.length)
+                size = (found.length if end is None else end) - (start or 0)
+                if found.inline is None and size > _READ_TOGETHER:
+                    out.append(found)
                 else:
-                    out.append(None)
+                    out.append(session.read_ref(found, start, end))
             except Exception as exc:  # that key's own error, for its caller
                 out.append(exc)
         return out

@@ -123,7 +123,7 @@ def test_many_keys_at_once_find_what_another_process_staged(make_repo, tmp_path:
 def test_a_read_only_stores_reads_made_at_once_are_answered_together(make_repo) -> None:
     """A read-only session's store looks up and reads the small chunks zarr asks for at one
     moment in one worker thread (one ``locate_many`` for up to 64 of them); each caller gets
-    its own chunk, range or error, and a chunk larger than 64 KiB is read on its own."""
+    its own chunk, range or error; a read of more than 64 KiB is made on its own."""
     repo = make_repo()
     s = repo.writable_session()
     small = zarr.create_array(
