@@ -64,8 +64,7 @@ __all__ = [
 ]
 
 # Each name loads its module on first use, so importing one submodule loads none of the others
-# (reading a commit needs the manifests and snapshots, not the change sets or conflict
-# detection).
+# (reading a commit needs no conflict detection).
 __getattr__, __dir__ = lazy_names(
     __name__,
     {
