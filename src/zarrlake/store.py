@@ -96,10 +96,9 @@ class _Batch[Ask, Answer]:
     zarr asks for ``zarr.json``, ``.zarray`` and ``.zattrs`` at once, and reading many chunks
     asks for each. A thread each would cost more than a small read itself (opening a dataset
     whose time coordinate is 1,000 chunks of 800 bytes: 0.22 s by threads, 0.14 s together,
-    its modules loaded); in a
-    writable session the lookups are also one catalog statement together (other processes of
-    the session may have staged a key) instead of a connection and a statement each. At most
-    :attr:`BATCH` questions go together."""
+    its modules loaded); in a writable session the lookups are also one catalog statement
+    together (other processes of the session may have staged a key) instead of a connection
+    and a statement each. At most :attr:`BATCH` questions go together."""
 
     BATCH = 64
 
