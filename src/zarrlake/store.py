@@ -239,7 +239,8 @@ class LakeStore(Store):
     def _read_many(
         self, asked: Sequence[tuple[str, ByteRequest | None]]
     ) -> list[Located | Exception]:
-        """The bytes of each key asked at one moment, looked up together; a read of more than
+        """The bytes of each key asked at one moment, looked up together (in a writable
+        session, one catalog statement for all of them); a read of more than
         :data:`_READ_TOGETHER` bytes of a chunk object is left as the chunk's ref, for the
         caller to read in a thread of its own."""
         session = self.session
@@ -278,13 +279,14 @@ class LakeStore(Store):
         ):
             raise TypeError(f"Unexpected byte_range, got {byte_range}")
         session = self.session
-        if session.read_only and not session.async_reads:  # a lookup costs no statement
+        data: Located
+        if session.async_reads:
+            data = await self._get_async(key, byte_range)
+        else:
             data = await self._reads.ask((key, byte_range))
-            if isinstance(data, ChunkRef):  # a large chunk, read while the others are
+            if isinstance(data, ChunkRef):  # a large read, made while the others are
                 start, end = _window(byte_range, data.length)
                 data = await asyncio.to_thread(session.read_ref, data, start, end)
-        else:
-            data = await self._get_async(key, byte_range)
         return None if data is None else prototype.buffer.from_bytes(data)
 
     async def _find(self, key: str) -> Located:
@@ -293,17 +295,13 @@ class LakeStore(Store):
         return await self._lookups.ask(key)
 
     async def _get_async(self, key: str, byte_range: ByteRequest | None) -> bytes | None:
-        session = self.session
+        """A read from a session whose chunks are read on the event loop (remote storage)."""
         found = await self._find(key)
         if found is None:
             return None
         if isinstance(found, ChunkRef):
             start, end = _window(byte_range, found.length)
-            if session.async_reads:
-                return await session.read_ref_async(found, start, end)
-            if found.inline is not None:  # in the catalog row: nothing to wait for
-                return session.read_ref(found, start, end)
-            return await asyncio.to_thread(session.read_ref, found, start, end)
+            return await self.session.read_ref_async(found, start, end)
         start, end = _window(byte_range, len(found))
         return found[start:end]
 
