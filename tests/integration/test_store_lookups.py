@@ -1,5 +1,5 @@
 """Lookups a store receives at one moment are answered together (one worker thread, in turn;
-:class:`zarrlake.store._Batch`), and so are a read-only session's small reads: each caller
+:class:`zarrlake.store._Batch`), and so are the small reads among them: each caller
 still gets its own key's answer or its own key's error, however many arrive at once, and a
 caller that gives up leaves the others answered."""
 
