@@ -33,7 +33,7 @@ from zarrlake.model.manifest import (
 )
 from zarrlake.model.metadata import NodeMeta, attribute_changes, chunk_owner
 from zarrlake.model.snapshot import NodeEntry, Root
-from zarrlake.model.staged_batches import StagedBatches, holds, take_batches
+from zarrlake.model.staged_batches import StagedBatches, take_batches
 from zarrlake.types import ChunkCoords
 
 __all__ = [
@@ -412,7 +412,7 @@ def claim_raw_chunks(base: Root, staged: StagedState, reader: SnapshotReader) ->
 def _in_batch(sn: StagedNode, coords: ChunkCoords) -> bool:
     if not sn.batches or len(coords) != len(sn.batch_shape):
         return False
-    return holds(sn.batches, *split_coords(coords, sn.batch_shape))
+    return sn.batches.holds(*split_coords(coords, sn.batch_shape))
 
 
 def _apply_chunks(
@@ -488,8 +488,10 @@ def _apply_chunks(
             data = batches[pos].encode()
             new_hashes[pos] = h = content_hash(data)
             blobs[h] = ("shard", data)
-        at = batches.flat(pos)  # the new shard's chunks, made when the change set asks
-        rows = LazyRows(len(at), functools.partial(batch_coord_array, pos, at, shard_shape))
+        # the new shard's chunks, made when the change set asks
+        rows = LazyRows(
+            batches.count(pos), functools.partial(_batch_rows, batches, pos, shard_shape)
+        )
         added.append((rows, _ADDED_VIRTUAL))
     kinds = kind_array(len(shard_shape), changed, added) if added else changed
     if not new_hashes and index.is_tree:
@@ -501,6 +503,10 @@ def _apply_chunks(
 
 
 _ADDED_VIRTUAL = ADDED | VIRTUAL_AFTER
+
+
+def _batch_rows(batches: StagedBatches, pos: ChunkCoords, shape: tuple[int, ...]) -> np.ndarray:
+    return batch_coord_array(pos, batches.flat(pos), shape)
 
 
 def _encoded(batches: StagedBatches, pos: ChunkCoords) -> Callable[[], bytes]:

@@ -9,11 +9,17 @@ which chunks it holds (for the change set). So a batch read from the catalog is 
 shard is read again, one at a time and not kept, only where something needs its entries (a
 merge with the base's shard, a listing, a check). A batch staged in this process and not
 sent yet is *held* (:meth:`StagedBatches.__setitem__`).
+
+The flat indices of a left batch are kept as runs of consecutive indices where that is
+smaller (16 bytes a run), else as int32 (4 bytes a chunk): an import fills most of its shards
+whole, each one run, so what a commit of 10^6 references holds per chunk does not grow with
+them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -22,10 +28,44 @@ from zarrlake.model.index import ManifestIndex, NodeLoader
 from zarrlake.model.manifest import ChunkRef, Shard, split_coords
 from zarrlake.types import ChunkCoords
 
-__all__ = ["StagedBatches", "holds", "take_batches"]
+__all__ = ["StagedBatches", "take_batches"]
 
 # reads the batch a session staged at a shard position from the catalog
 BatchLoader = Callable[[ChunkCoords], Shard]
+
+
+@dataclass(frozen=True, slots=True)
+class _Runs:
+    """Sorted flat indices as runs of consecutive ones, ``starts[i]`` up to ``ends[i]``."""
+
+    starts: np.ndarray
+    ends: np.ndarray  # each run's end, exclusive
+    count: int
+
+    def array(self) -> np.ndarray:
+        lengths = self.ends - self.starts
+        # index ``i`` of run ``k`` is ``starts[k] + i - (the indices of the runs before k)``
+        return np.repeat(self.starts - np.cumsum(lengths) + lengths, lengths) + np.arange(
+            self.count
+        )
+
+    def __contains__(self, flat: int) -> bool:
+        k = int(np.searchsorted(self.starts, flat, side="right")) - 1
+        return k >= 0 and flat < int(self.ends[k])
+
+
+def _compact(flat: np.ndarray) -> np.ndarray | _Runs:
+    """``flat`` (sorted flat indices) in whichever form is smaller: runs or int32 (int64 past
+    its range); a copy either way (``flat`` may be a view of the shard's bytes)."""
+    n = len(flat)
+    if n:
+        breaks = np.flatnonzero(np.diff(flat) != 1) + 1
+        if (len(breaks) + 1) * 16 < n * 4:
+            starts = flat[np.concatenate(([0], breaks))].astype(np.int64)
+            ends = flat[np.concatenate((breaks - 1, [n - 1]))].astype(np.int64) + 1
+            return _Runs(starts, ends, n)
+    small = not n or int(flat[-1]) < 2**31
+    return flat.astype(np.int32) if small else flat.copy()
 
 
 class StagedBatches(MutableMapping[ChunkCoords, Shard]):
@@ -37,7 +77,7 @@ class StagedBatches(MutableMapping[ChunkCoords, Shard]):
 
     def __init__(self, load: BatchLoader | None = None) -> None:
         self._held: dict[ChunkCoords, Shard] = {}
-        self._left: dict[ChunkCoords, tuple[bytes, np.ndarray]] = {}
+        self._left: dict[ChunkCoords, tuple[bytes, np.ndarray | _Runs]] = {}
         self._load = load
 
     def leave(self, pos: ChunkCoords, shard_hash: bytes, flat: np.ndarray) -> None:
@@ -46,10 +86,7 @@ class StagedBatches(MutableMapping[ChunkCoords, Shard]):
         if self._load is None:
             raise ValueError("a batch can be left in the catalog only with a loader")
         self._held.pop(pos, None)
-        # a copy (``flat`` may be a view of the shard's bytes), in 4 bytes a chunk where the
-        # indices allow it (sorted: the last is the largest), as an import holds every batch's
-        small = not len(flat) or int(flat[-1]) < 2**31
-        self._left[pos] = (shard_hash, flat.astype(np.int32) if small else flat.copy())
+        self._left[pos] = (shard_hash, _compact(flat))
 
     def staged_hash(self, pos: ChunkCoords) -> bytes | None:
         """The hash of the batch at ``pos`` if it was left in the catalog, else ``None``."""
@@ -57,9 +94,32 @@ class StagedBatches(MutableMapping[ChunkCoords, Shard]):
         return None if found is None else found[0]
 
     def flat(self, pos: ChunkCoords) -> np.ndarray:
-        """The flat indices (in the shard) of the chunks the batch at ``pos`` holds."""
+        """The flat indices (in the shard) of the chunks the batch at ``pos`` holds, sorted
+        (made when asked for, for a batch left in the catalog)."""
         found = self._left.get(pos)
-        return found[1] if found is not None else self._held[pos].flat
+        if found is None:
+            return self._held[pos].flat
+        at = found[1]
+        return at.array() if isinstance(at, _Runs) else at
+
+    def count(self, pos: ChunkCoords) -> int:
+        """How many chunks the batch at ``pos`` holds."""
+        found = self._left.get(pos)
+        if found is None:
+            return len(self._held[pos].flat)
+        at = found[1]
+        return at.count if isinstance(at, _Runs) else len(at)
+
+    def holds(self, pos: ChunkCoords, flat: int) -> bool:
+        """Whether the batch at ``pos`` (if any) holds the chunk at ``flat`` in its shard."""
+        found = self._left.get(pos)
+        if found is not None and isinstance(found[1], _Runs):
+            return flat in found[1]
+        if pos not in self:
+            return False
+        indices = self.flat(pos)
+        i = int(np.searchsorted(indices, flat))
+        return i < len(indices) and int(indices[i]) == flat
 
     def __getitem__(self, pos: ChunkCoords) -> Shard:
         held = self._held.get(pos)
@@ -91,15 +151,6 @@ class StagedBatches(MutableMapping[ChunkCoords, Shard]):
         return f"StagedBatches({len(self._held)} held, {len(self._left)} left in the catalog)"
 
 
-def holds(batches: StagedBatches, pos: ChunkCoords, flat: int) -> bool:
-    """Whether the batch at ``pos`` (if any) holds the chunk at ``flat`` in its shard."""
-    if pos not in batches:
-        return False
-    indices = batches.flat(pos)
-    i = int(np.searchsorted(indices, flat))
-    return i < len(indices) and int(indices[i]) == flat
-
-
 def take_batches(
     index: ManifestIndex,
     updates: Mapping[ChunkCoords, ChunkRef | None],
@@ -124,6 +175,6 @@ def take_batches(
     for pos in batches:
         if pos in taken or pos in existing:
             extra.update(expand_batch(pos, batches[pos], shape))
-        elif len(batches.flat(pos)):
+        elif batches.count(pos):
             direct.append(pos)
     return ({**extra, **updates} if extra else updates), direct
