@@ -12,8 +12,7 @@ sent yet is *held* (:meth:`StagedBatches.__setitem__`).
 
 The flat indices of a left batch are kept as runs of consecutive indices where that is
 smaller (16 bytes a run), else as int32 (4 bytes a chunk): an import fills most of its shards
-whole, each one run, so what a commit of 10^6 references holds per chunk does not grow with
-them.
+whole, each one run, so what its commit holds for them does not grow with the shards' chunks.
 """
 
 from __future__ import annotations
