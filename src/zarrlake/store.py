@@ -248,12 +248,10 @@ class LakeStore(Store):
         for (_, byte_range), found in zip(
             asked, session.locate_many([k for k, _ in asked]), strict=True
         ):
+            if found is None or isinstance(found, Exception):  # nothing there, or its error
+                out.append(found)
+                continue
             try:
-                if isinstance(found, Exception):
-                    raise found
-                if found is None:
-                    out.append(None)
-                    continue
                 if not isinstance(found, ChunkRef):  # a metadata document
                     start, end = _window(byte_range, len(found))
                     out.append(found[start:end])
