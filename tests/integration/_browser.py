@@ -26,6 +26,31 @@ ARGS = [
 ]
 
 
+# Playwright waits 30 s for an action or a navigation by default; the suite runs browsers,
+# JVMs and process pools side by side on as few as two cores, where a page can take longer
+# to answer. Every context and page of the tests waits up to this instead.
+ACTION_TIMEOUT_MS = 90_000
+
+
+class Browser:
+    """A launched browser whose new contexts and pages wait up to ``ACTION_TIMEOUT_MS``."""
+
+    def __init__(self, launched: Any) -> None:
+        self.launched = launched
+
+    def new_context(self, **options: Any) -> Any:
+        ctx = self.launched.new_context(**options)
+        ctx.set_default_timeout(ACTION_TIMEOUT_MS)
+        ctx.set_default_navigation_timeout(ACTION_TIMEOUT_MS)
+        return ctx
+
+    def new_page(self, **options: Any) -> Any:
+        page = self.launched.new_page(**options)
+        page.set_default_timeout(ACTION_TIMEOUT_MS)
+        page.set_default_navigation_timeout(ACTION_TIMEOUT_MS)
+        return page
+
+
 def need_chromium() -> None:
     if not CHROMIUM.exists():
         if os.environ.get("CI"):
@@ -34,7 +59,7 @@ def need_chromium() -> None:
 
 
 @contextmanager
-def chromium() -> Iterator[Any]:
+def chromium() -> Iterator[Browser]:
     """A launched headless Chromium (skips, or fails in CI, when it is missing)."""
     need_chromium()
     from playwright.sync_api import sync_playwright
@@ -42,6 +67,6 @@ def chromium() -> Iterator[Any]:
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         try:
-            yield b
+            yield Browser(b)
         finally:
             b.close()

@@ -1,6 +1,8 @@
 """Fixtures for the served dashboard in a real headless Chromium (Playwright).
 
-One demo lake, one server and one browser per module; each test gets a fresh page.
+One demo lake, one server, one browser and one browser context per module; each test gets a
+fresh page. The dashboard keeps no cookies or storage, so pages of one context share only
+the cache: Bokeh's and Panel's scripts load once per module instead of once per test.
 """
 
 from __future__ import annotations
@@ -90,12 +92,18 @@ def browser() -> Iterator[Any]:
         yield b
 
 
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
+@pytest.fixture(scope="module")
+def context(browser: Any) -> Iterator[Any]:
     ctx = browser.new_context(viewport={"width": 1400, "height": 1700})
-    pg = ctx.new_page()
-    yield pg
+    yield ctx
     ctx.close()
+
+
+@pytest.fixture
+def page(context: Any) -> Iterator[Any]:
+    pg = context.new_page()
+    yield pg
+    pg.close()
 
 
 def shot(page: Any, name: str) -> Path:

@@ -89,12 +89,12 @@ def _params(page: str, b: Built) -> dict[str, str]:
 
 
 def _expected(page: str, b: Built) -> list[str]:
-    """The hostile values the page shows, as the page writes them (the Fields table writes
-    attribute values as text, long ones cut)."""
+    """The hostile values the page shows, as the page writes them (the Fields table and a
+    commit's metadata write values as text, long ones cut)."""
     h: Hostile = b.h
     return {
         "overview": [h.branch, h.tag, h.author, h.message],
-        "history": [h.author, h.message, h.meta_key, h.meta_value, b.path, h.branch],
+        "history": [h.author, h.message, h.meta_key, value_text(h.meta_value), b.path, h.branch],
         "compare": [f"/{b.path}", h.attr_key, b.path, h.dim, value_text(h.attr_value)],
         "merge": [h.branch, f"/{b.path}", str([h.attr_key])],
         "data": [f"{b.path} at {h.branch}", h.dim],
@@ -129,7 +129,7 @@ def test_every_page_shows_hostile_fields_as_text(
     lakes: tuple[Server, dict[str, zarrlake.Repo]],
     make_repo: Callable[..., zarrlake.Repo],
     catalog_url: str,
-    browser: Any,
+    context: Any,
 ) -> None:
     srv, current = lakes
     kind = "sqlite" if catalog_url.startswith("sqlite") else "postgres"
@@ -140,9 +140,8 @@ def test_every_page_shows_hostile_fields_as_text(
         repo = make_repo()
         b = build(repo, h)
         current["repo"] = repo
-        ctx = browser.new_context(viewport={"width": 1400, "height": 1500})
+        page = context.new_page()  # a fresh page: its own window and script state
         try:
-            page = ctx.new_page()
             _open(page, srv.url, name, _params(name, b), READY[name])
             if name == "compare":  # the attribute values are on the Fields tab
                 page.locator(".bk-tab", has_text="Fields").first.click()
@@ -153,7 +152,7 @@ def test_every_page_shows_hostile_fields_as_text(
                 shot(page, f"hostile-{name}-{kind}")
             _assert_inert(page)
         finally:
-            ctx.close()
+            page.close()
 
     check()
 
@@ -181,7 +180,7 @@ def test_a_crafted_ref_in_a_link_is_shown_as_text(
     param: str,
     lakes: tuple[Server, dict[str, zarrlake.Repo]],
     sqlite_repo: zarrlake.Repo,
-    browser: Any,
+    context: Any,
 ) -> None:
     # The page refuses the ref before any catalog matters (both catalogs: tests/unit/ui).
     srv, current = lakes
@@ -191,9 +190,8 @@ def test_a_crafted_ref_in_a_link_is_shown_as_text(
     @BROWSER_EXAMPLES
     @given(ref=CRAFTED)
     def check(ref: str) -> None:
-        ctx = browser.new_context(viewport={"width": 1400, "height": 1200})
+        page = context.new_page()
         try:
-            page = ctx.new_page()
             theme = {"theme": "dark"} if name == "data" else {}  # the error box in both themes
             _open(page, srv.url, name, {param: ref, **theme}, ".zl-error")
             text = squash(str(page.locator(".zl-error").first.evaluate(DEEP_TEXT)))
@@ -201,7 +199,7 @@ def test_a_crafted_ref_in_a_link_is_shown_as_text(
             _assert_inert(page)
             shot(page, f"hostile-link-{name}-{param}")
         finally:
-            ctx.close()
+            page.close()
 
     check()
 
