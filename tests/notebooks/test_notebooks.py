@@ -184,8 +184,8 @@ def test_dask_notebook_writes_from_two_worker_processes(tmp_path: Path) -> None:
 
 
 @pytest.mark.spark
-# A JVM, a local Spark and three jobs: about two minutes alone on two cores, and more beside
-# the browsers and installs of the rest of the suite.
+# A JVM, a local Spark and three jobs: 138 to 300 s in full runs on two cores, beside the
+# browsers and installs of the rest of the suite.
 @pytest.mark.timeout(900)
 def test_spark_notebook_commits_exactly_once(tmp_path: Path) -> None:
     if shutil.which("java") is None:
